@@ -1,0 +1,5 @@
+export * from './errors.js';
+export * from './canonical-json.js';
+export * from './digest.js';
+export * from './ids.js';
+export * from './clock.js';

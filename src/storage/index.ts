@@ -1,0 +1,2 @@
+export type * from './ports.js';
+export type * from './policy-types.js';

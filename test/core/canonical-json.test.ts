@@ -1,0 +1,84 @@
+import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import { canonicalJson, digestJson, isProofgateError, sha256Digest } from '../../src/core/index.js';
+
+const ONES = `sha256:${'1'.repeat(64)}`;
+
+describe('canonicalJson (RFC 8785)', () => {
+  it('gives the known answer in any key order', () => {
+    const a = { inputs: { proposal: ONES }, result: { passed: true, tests: 21 } };
+    const b = { result: { tests: 21, passed: true }, inputs: { proposal: ONES } };
+    expect(canonicalJson(a)).toBe(canonicalJson(b));
+    expect(Buffer.byteLength(canonicalJson(a))).toBe(133);
+    expect(digestJson(b)).toBe('sha256:db5b2a0eb5743b52617a78335dbc003a9a10619dc6cab05f6099f81c9b7fb329');
+  });
+
+  it('sorts keys by UTF-16 code units, not by code points or locale', () => {
+    // U+1F600 is the surrogate pair D83D DE00; U+FB01 is a single unit above D83D.
+    const value = { '\u{1F600}': 1, '\uFB01': 2, a: 3, B: 4, '': 5 };
+    expect(canonicalJson(value)).toBe('{"":5,"B":4,"a":3,"\u{1F600}":1,"\uFB01":2}');
+  });
+
+  it('serializes numbers the ECMAScript way', () => {
+    const cases: Array<[number, string]> = [
+      [0, '0'], [-0, '0'], [1, '1'], [-1.5, '-1.5'], [1e21, '1e+21'], [1e-7, '1e-7'],
+      [123456789012345680000, '123456789012345680000'], [0.1 + 0.2, '0.30000000000000004'],
+      [5e-324, '5e-324'], [1.7976931348623157e308, '1.7976931348623157e+308'], [333333333.3333333, '333333333.3333333'],
+    ];
+    for (const [input, text] of cases) expect(canonicalJson(input)).toBe(text);
+  });
+
+  it('escapes strings minimally', () => {
+    expect(canonicalJson('\u0000\u0008\t\n\u000b\f\r"\\/\u007f\u00e9\u20ac'))
+      .toBe('"\\u0000\\b\\t\\n\\u000b\\f\\r\\"\\\\/\u007f\u00e9\u20ac"');
+  });
+
+  it('has no whitespace and keeps array order', () => {
+    expect(canonicalJson({ b: [3, 1, { d: null, c: false }], a: 'x' })).toBe('{"a":"x","b":[3,1,{"c":false,"d":null}]}');
+  });
+
+  it.each([
+    ['undefined', { a: undefined }],
+    ['function', { f: () => 1 }],
+    ['NaN', [Number.NaN]],
+    ['Infinity', { n: Number.POSITIVE_INFINITY }],
+    ['bigint', { n: 1n }],
+    ['lone high surrogate', '\ud800'],
+    ['lone low surrogate key', { '\udc00': 1 }],
+    ['Date', new Date(0)],
+    ['symbol', Symbol('x')],
+    // eslint-disable-next-line no-sparse-arrays
+    ['array hole', [1, , 3]],
+  ])('refuses %s with NON_JSON_VALUE', (_name, value) => {
+    let caught: unknown;
+    try {
+      canonicalJson(value);
+    } catch (error) {
+      caught = error;
+    }
+    expect(isProofgateError(caught, 'NON_JSON_VALUE')).toBe(true);
+  });
+
+  it('refuses cycles but accepts shared (acyclic) references', () => {
+    const shared = { x: 1 };
+    expect(canonicalJson({ a: shared, b: shared })).toBe('{"a":{"x":1},"b":{"x":1}}');
+    const cyclic: Record<string, unknown> = {};
+    cyclic.self = cyclic;
+    expect(() => canonicalJson(cyclic)).toThrow(/cycle/);
+  });
+
+  it('round-trips: parsing the canonical text and canonicalizing again is stable', () => {
+    fc.assert(
+      fc.property(fc.jsonValue(), (value) => {
+        const once = canonicalJson(value);
+        expect(canonicalJson(JSON.parse(once))).toBe(once);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('digests bytes and strings alike', () => {
+    expect(sha256Digest('abc')).toBe('sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');
+    expect(sha256Digest(new TextEncoder().encode('abc'))).toBe(sha256Digest('abc'));
+  });
+});

@@ -27,31 +27,17 @@ function hasLoneSurrogate(text: string): boolean {
   return false;
 }
 
-const SHORT_ESCAPES: Record<number, string> = {
-  0x08: '\\b',
-  0x09: '\\t',
-  0x0a: '\\n',
-  0x0c: '\\f',
-  0x0d: '\\r',
-  0x22: '\\"',
-  0x5c: '\\\\',
-};
-
+// Strings with nothing to escape and no surrogate at all take the fast path.
 // eslint-disable-next-line no-control-regex
-const NEEDS_ESCAPE = /[\u0000-\u001f"\\]/;
+const PLAIN_STRING = /^[^\u0000-\u001f"\\\ud800-\udfff]*$/;
 
 function serializeString(text: string, path: string): string {
+  // JSON.stringify escapes exactly as RFC 8785 asks (short forms for \b \t \n \f \r " \\,
+  // lowercase \u00xx for other controls, everything else literal) once lone
+  // surrogates, which it would escape instead of refusing, are ruled out.
+  if (PLAIN_STRING.test(text)) return `"${text}"`;
   if (hasLoneSurrogate(text)) throw nonJson(path, 'string holds a lone surrogate');
-  if (!NEEDS_ESCAPE.test(text)) return `"${text}"`;
-  let out = '"';
-  for (let i = 0; i < text.length; i += 1) {
-    const unit = text.charCodeAt(i);
-    const short = SHORT_ESCAPES[unit];
-    if (short !== undefined) out += short;
-    else if (unit < 0x20) out += `\\u${unit.toString(16).padStart(4, '0')}`;
-    else out += text[i];
-  }
-  return `${out}"`;
+  return JSON.stringify(text);
 }
 
 function serializeNumber(value: number, path: string): string {
@@ -65,7 +51,7 @@ function isPlainObject(value: object): boolean {
   return proto === Object.prototype || proto === null;
 }
 
-function serialize(value: unknown, path: string, seen: Set<object>): string {
+function serialize(value: unknown, path: string, stack: object[]): string {
   switch (typeof value) {
     case 'string':
       return serializeString(value, path);
@@ -86,17 +72,18 @@ function serialize(value: unknown, path: string, seen: Set<object>): string {
   }
   if (value === null) return 'null';
   const object = value as object;
-  if (seen.has(object)) throw nonJson(path, 'cycle');
-  seen.add(object);
-  try {
-    if (Array.isArray(object)) {
-      const parts: string[] = [];
-      for (let i = 0; i < object.length; i += 1) {
-        if (!(i in object)) throw nonJson(`${path}[${i}]`, 'array hole');
-        parts.push(serialize(object[i], `${path}[${i}]`, seen));
-      }
-      return `[${parts.join(',')}]`;
+  if (stack.includes(object)) throw nonJson(path, 'cycle');
+  stack.push(object);
+  let out: string;
+  if (Array.isArray(object)) {
+    out = '[';
+    for (let i = 0; i < object.length; i += 1) {
+      if (!(i in object)) throw nonJson(`${path}[${i}]`, 'array hole');
+      if (i > 0) out += ',';
+      out += serialize(object[i], `${path}[${i}]`, stack);
     }
+    out += ']';
+  } else {
     if (!isPlainObject(object)) {
       const name = (object as { constructor?: { name?: string } }).constructor?.name ?? 'object';
       throw nonJson(path, `${name} instance`);
@@ -104,23 +91,115 @@ function serialize(value: unknown, path: string, seen: Set<object>): string {
     if (Object.getOwnPropertySymbols(object).length > 0) throw nonJson(path, 'symbol key');
     const record = object as Record<string, unknown>;
     const keys = Object.keys(record).sort();
-    const parts: string[] = [];
-    for (const key of keys) {
-      const childPath = `${path}.${key}`;
-      parts.push(`${serializeString(key, childPath)}:${serialize(record[key], childPath, seen)}`);
+    out = '{';
+    for (let i = 0; i < keys.length; i += 1) {
+      const key = keys[i] as string;
+      if (i > 0) out += ',';
+      out += serializeString(key, `${path}.${key}`);
+      out += ':';
+      out += serialize(record[key], `${path}.${key}`, stack);
     }
-    return `{${parts.join(',')}}`;
-  } finally {
-    seen.delete(object);
+    out += '}';
   }
+  stack.pop();
+  return out;
 }
+
+/** True for keys that JavaScript enumerates before all others (array-index-like). */
+function isIndexKey(key: string): boolean {
+  const first = key.charCodeAt(0);
+  return first >= 48 && first <= 57 && /^(?:0|[1-9][0-9]{0,9})$/.test(key) && Number(key) < 4294967295;
+}
+
+class NeedsSlowPath extends Error {}
+
+/**
+ * Validate a value and return it with every object's keys in code-unit order
+ * (objects already in order are reused, not copied), so that JSON.stringify
+ * of the result is the canonical text. Objects with index-like keys, whose
+ * enumeration order JavaScript fixes, send the caller to the slow path.
+ */
+function normalize(value: unknown, stack: object[]): unknown {
+  switch (typeof value) {
+    case 'string':
+    case 'boolean':
+      return value;
+    case 'number':
+      if (!Number.isFinite(value)) throw nonJson('', `number ${String(value)}`);
+      return value;
+    case 'object':
+      break;
+    default:
+      throw nonJson('', typeof value);
+  }
+  if (value === null) return null;
+  const object = value as object;
+  if (stack.includes(object)) throw nonJson('', 'cycle');
+  stack.push(object);
+  let result: unknown;
+  if (Array.isArray(object)) {
+    let copy: unknown[] | null = null;
+    for (let i = 0; i < object.length; i += 1) {
+      if (!(i in object)) throw nonJson('', 'array hole');
+      const child: unknown = object[i];
+      const normalized = normalize(child, stack);
+      if (normalized !== child) {
+        copy ??= object.slice();
+        copy[i] = normalized;
+      }
+    }
+    result = copy ?? object;
+  } else {
+    if (!isPlainObject(object)) throw new NeedsSlowPath();
+    const record = object as Record<string, unknown>;
+    const keys = Object.keys(record);
+    let sorted = true;
+    for (let i = 0; i < keys.length; i += 1) {
+      const key = keys[i] as string;
+      if (isIndexKey(key)) throw new NeedsSlowPath();
+      if (i > 0 && (keys[i - 1] as string) > key) sorted = false;
+    }
+    if (sorted) {
+      let copy: Record<string, unknown> | null = null;
+      for (const key of keys) {
+        const child = record[key];
+        const normalized = normalize(child, stack);
+        if (normalized !== child) {
+          copy ??= { ...record };
+          copy[key] = normalized;
+        }
+      }
+      result = copy ?? object;
+    } else {
+      keys.sort();
+      const copy: Record<string, unknown> = {};
+      for (const key of keys) copy[key] = normalize(record[key], stack);
+      result = copy;
+    }
+  }
+  stack.pop();
+  return result;
+}
+
+// A lone surrogate that JSON.stringify escaped: an odd run of backslashes before `ud8xx`..`udfxx`.
+const ESCAPED_SURROGATE = /(?<!\\)(?:\\\\)*\\ud[89a-f][0-9a-f]{2}/;
 
 /**
  * RFC 8785 (JSON Canonicalization Scheme) text of a value. Anything that is not
  * plain JSON is a `NON_JSON_VALUE` error; nothing is silently dropped.
  */
 export function canonicalJson(value: unknown): string {
-  return serialize(value, '', new Set());
+  let normalized: unknown;
+  try {
+    normalized = normalize(value, []);
+  } catch (error) {
+    if (!(error instanceof NeedsSlowPath) && !(error instanceof ProofgateError)) throw error;
+    // The careful serializer also names the path of a refused value.
+    return serialize(value, '', []);
+  }
+  const text = JSON.stringify(normalized);
+  if (text.includes('\\ud') && ESCAPED_SURROGATE.test(text)) return serialize(value, '', []);
+  return text;
 }
 
 /** UTF-8 bytes of the canonical text. */

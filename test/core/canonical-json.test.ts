@@ -82,3 +82,45 @@ describe('canonicalJson (RFC 8785)', () => {
     expect(sha256Digest(new TextEncoder().encode('abc'))).toBe(sha256Digest('abc'));
   });
 });
+
+/** A slow, obviously-right reference: sort keys by UTF-16 code units, JSON.stringify the leaves. */
+function reference(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(reference).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const record = value as Record<string, unknown>;
+    const keys = Object.keys(record).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${keys.map((k) => `${JSON.stringify(k)}:${reference(record[k])}`).join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
+
+describe('canonicalJson against a reference', () => {
+  const key = fc.oneof(fc.string(), fc.constantFrom('0', '1', '10', '9', '01', '4294967295', '4294967294', '-1', 'a', 'B'));
+  const tree = fc.letrec((tie) => ({
+    value: fc.oneof(
+      { depthSize: 'small' },
+      fc.constant(null), fc.boolean(), fc.double({ noNaN: true, noDefaultInfinity: true }), fc.string(),
+      fc.array(tie('value'), { maxLength: 4 }),
+      fc.dictionary(key, tie('value'), { maxKeys: 5 }),
+    ),
+  })).value;
+
+  it('agrees on arbitrary JSON, including index-like keys', () => {
+    fc.assert(fc.property(tree, (value) => {
+      expect(canonicalJson(value)).toBe(reference(value));
+    }), { numRuns: 1000 });
+  });
+
+  it('orders index-like keys as strings, not numbers', () => {
+    expect(canonicalJson({ 10: 'a', 9: 'b', 1: 'c', x: 'd' })).toBe('{"1":"c","10":"a","9":"b","x":"d"}');
+  });
+
+  it('names the path of a refused value', () => {
+    expect(() => canonicalJson({ a: [1, { b: Number.NaN }] })).toThrow(/\$?\.a\[1\]\.b/);
+  });
+
+  it('refuses a lone surrogate even next to escaped backslashes', () => {
+    expect(() => canonicalJson({ s: '\\\ud800' })).toThrow(/lone surrogate/);
+    expect(canonicalJson({ s: '\\ud800' })).toBe('{"s":"\\\\ud800"}');
+  });
+});

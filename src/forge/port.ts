@@ -1,0 +1,140 @@
+/**
+ * The Forge port: what proofgate needs from a code host. Two adapters implement
+ * it (`local/` on a git repository, `github/` on the GitHub API) and one
+ * conformance suite (test/forge/conformance.ts) holds both to the same rules.
+ */
+
+export type ChangeState = 'open' | 'closed' | 'merged';
+export type Mergeable = 'MERGEABLE' | 'CONFLICTING' | 'UNKNOWN';
+export type MergeStateStatus = 'CLEAN' | 'BEHIND' | 'BLOCKED' | 'DIRTY' | 'HAS_HOOKS' | 'UNKNOWN' | 'UNSTABLE';
+/** Repository permission of a user, strongest first. */
+export type RepoPermission = 'admin' | 'maintain' | 'write' | 'triage' | 'read' | 'none';
+
+export type CheckStatus = 'queued' | 'in_progress' | 'completed' | 'waiting' | 'requested' | 'pending';
+export type CheckConclusion =
+  | 'success'
+  | 'failure'
+  | 'neutral'
+  | 'cancelled'
+  | 'skipped'
+  | 'timed_out'
+  | 'action_required'
+  | 'startup_failure'
+  | 'stale'
+  | 'error';
+
+/** One check run or commit status on the head commit. */
+export interface ForgeCheck {
+  /** 'check_run' for check runs, 'status' for commit statuses. */
+  readonly kind: 'check_run' | 'status';
+  readonly name: string;
+  /** Workflow (or app / status context group) the check belongs to; null when unknown. */
+  readonly workflow: string | null;
+  readonly status: CheckStatus;
+  /** Set once status is 'completed'. */
+  readonly conclusion: CheckConclusion | null;
+  readonly startedAt: string | null;
+  readonly completedAt: string | null;
+  readonly url: string | null;
+  /** The commit the check ran on. */
+  readonly headSha: string;
+}
+
+export type AuthorType = 'User' | 'Bot' | 'Organization';
+
+export interface ForgeComment {
+  readonly id: string;
+  readonly author: string;
+  readonly authorType: AuthorType;
+  readonly body: string;
+  readonly createdAt: string;
+  readonly updatedAt: string;
+}
+
+/** Everything a decision needs about one change, read in one call. */
+export interface ChangeSnapshot {
+  /** Stable identifier: the PR number on GitHub, the change id locally. */
+  readonly id: string;
+  readonly number: number;
+  readonly title: string;
+  readonly state: ChangeState;
+  readonly draft: boolean;
+  readonly base: { readonly ref: string; readonly sha: string };
+  readonly head: { readonly ref: string; readonly sha: string };
+  readonly author: { readonly login: string; readonly permission: RepoPermission };
+  readonly mergeable: Mergeable;
+  readonly mergeStateStatus: MergeStateStatus;
+  readonly labels: readonly string[];
+  readonly checks: readonly ForgeCheck[];
+  readonly comments: readonly ForgeComment[];
+  /** Set when state is 'merged'. */
+  readonly mergeCommitSha: string | null;
+  /** Where a person can look at the change (URL or path). */
+  readonly url: string | null;
+}
+
+export interface MergeRequest {
+  /** The head sha that was reviewed; a moved head fails with HEAD_MOVED. Required. */
+  readonly expectedHeadSha: string;
+  readonly title: string;
+  readonly message: string;
+}
+
+export interface MergeResult {
+  readonly merged: true;
+  readonly sha: string;
+}
+
+export interface PushRequest {
+  readonly branch: string;
+  readonly newSha: string;
+  /** Compare-and-swap: the branch must still point here (null: the branch must not exist). */
+  readonly expectedOldSha: string | null;
+}
+
+export interface Forge {
+  readonly kind: 'local' | 'github';
+  /** The identity proofgate writes comments and markers as. */
+  readonly selfLogin: string;
+  snapshot(changeId: string): Promise<ChangeSnapshot>;
+  createComment(changeId: string, body: string): Promise<ForgeComment>;
+  editComment(changeId: string, commentId: string, body: string): Promise<ForgeComment>;
+  addLabels(changeId: string, labels: readonly string[]): Promise<void>;
+  removeLabel(changeId: string, label: string): Promise<void>;
+  /** Squash-merge at exactly `expectedHeadSha`: `HEAD_MOVED` / `NOT_MERGEABLE` change nothing. */
+  merge(changeId: string, request: MergeRequest): Promise<MergeResult>;
+  /** Move a branch with compare-and-swap (`HEAD_MOVED` when it moved). */
+  pushBranch(request: PushRequest): Promise<void>;
+  /** File content at a ref, or null when the file does not exist there. */
+  readFile(ref: string, path: string): Promise<Uint8Array | null>;
+  permission(login: string): Promise<RepoPermission>;
+}
+
+/** Typed events a forge delivers (webhooks on GitHub, local actions locally). */
+export type ForgeEvent =
+  | { readonly kind: 'change-opened'; readonly changeId: string; readonly headSha: string; readonly deliveryId: string }
+  | { readonly kind: 'change-synchronized'; readonly changeId: string; readonly headSha: string; readonly deliveryId: string }
+  | { readonly kind: 'change-closed'; readonly changeId: string; readonly merged: boolean; readonly deliveryId: string }
+  | {
+      readonly kind: 'comment-created' | 'comment-edited';
+      readonly changeId: string;
+      readonly comment: ForgeComment;
+      readonly deliveryId: string;
+    }
+  | {
+      readonly kind: 'check-completed';
+      /** Changes whose head is `headSha`, when the forge says so (empty: look them up by sha). */
+      readonly changeIds: readonly string[];
+      readonly headSha: string;
+      readonly check: ForgeCheck;
+      readonly deliveryId: string;
+    }
+  | {
+      readonly kind: 'review-submitted';
+      readonly changeId: string;
+      readonly reviewer: string;
+      readonly state: string;
+      readonly headSha: string;
+      readonly deliveryId: string;
+    }
+  | { readonly kind: 'base-pushed'; readonly ref: string; readonly before: string; readonly after: string; readonly deliveryId: string };

@@ -1,0 +1,69 @@
+import type Database from 'better-sqlite3';
+import { canonicalJson, systemClock, type Clock } from '../../core/index.js';
+import type { RunStorage, StoragePolicy } from '../policy-types.js';
+import { checkStoredNamespace, closedError, planOpen, type StoredNamespace } from '../record.js';
+import { createSqliteArtifactStore } from './artifact-store.js';
+import { createSqliteEventStore } from './event-store.js';
+import { openSqliteDatabase } from './schema.js';
+
+export { DATABASE_FILE, SQLITE_SCHEMA_VERSION } from './schema.js';
+
+export interface LocalRunStorageOptions {
+  /** Directory holding the database file (created if missing). */
+  readonly directory: string;
+  /** Streams, positions and artifacts are separate per namespace; one file may hold several. */
+  readonly namespace: string;
+  readonly policy: StoragePolicy;
+  /** Secret values that must never be stored; kept in memory only. */
+  readonly knownSecrets?: readonly string[];
+  /** Source of `recordedAt` (default: the system clock). */
+  readonly clock?: Clock;
+  /** How long a writer waits for another process's write lock (default 10 s). */
+  readonly busyTimeoutMs?: number;
+}
+
+function registerNamespace(db: Database.Database, storage: Pick<RunStorage, 'record'>, now: string): void {
+  const { record } = storage;
+  db.transaction(() => {
+    const stored = db.prepare<[string], StoredNamespace>(
+      'SELECT provider, policy_digest AS policyDigest FROM proofgate_namespaces WHERE namespace = ?').get(record.namespace);
+    if (stored !== undefined) {
+      checkStoredNamespace(record, stored);
+      return;
+    }
+    db.prepare('INSERT INTO proofgate_namespaces (namespace, provider, policy_digest, policy, created_at) VALUES (?, ?, ?, ?, ?)')
+      .run(record.namespace, record.provider, record.policyDigest, canonicalJson(record.policy), now);
+  }).immediate();
+}
+
+/**
+ * Open the embedded SQLite storage: one WAL-mode database file in `directory`.
+ * Synchronous: the binding is ready when this returns. Errors are typed
+ * (`POLICY_VIOLATION`, `UNSUPPORTED_SCHEMA_VERSION`, `NOT_OUR_DATABASE`,
+ * `CORRUPT_DATABASE`, `STORAGE_MISMATCH`, `INVALID_INPUT`).
+ */
+export function createLocalRunStorage(options: LocalRunStorageOptions): RunStorage {
+  const { record, guard } = planOpen('sqlite', options.namespace, options.policy, options.knownSecrets);
+  const clock = options.clock ?? systemClock;
+  const db = openSqliteDatabase(options.directory, options.busyTimeoutMs ?? 10_000);
+  let closed = false;
+  try {
+    registerNamespace(db, { record }, clock.now().toISOString());
+  } catch (error) {
+    db.close();
+    throw error;
+  }
+  const live = (): void => {
+    if (closed) throw closedError();
+  };
+  return Object.freeze({
+    record,
+    eventStore: createSqliteEventStore(db, guard, clock, live),
+    artifactStore: createSqliteArtifactStore(db, guard, clock, live),
+    async close(): Promise<void> {
+      if (closed) return;
+      closed = true;
+      db.close();
+    },
+  });
+}

@@ -1,0 +1,167 @@
+import { closeSync, mkdirSync, openSync, readSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { ProofgateError } from '../../core/index.js';
+
+/** The database file inside the storage directory. */
+export const DATABASE_FILE = 'proofgate.sqlite';
+/** `PRAGMA application_id` of a proofgate database: ASCII "PRFG". */
+export const APPLICATION_ID = 0x50524647;
+/** The schema version this build writes (`PRAGMA user_version` and the meta table). */
+export const SQLITE_SCHEMA_VERSION = 1;
+
+const SQLITE_HEADER = Buffer.from('SQLite format 3\0', 'latin1');
+
+/** Each entry takes the schema from version index to index + 1. */
+const MIGRATIONS: readonly (readonly string[])[] = [
+  [
+    `CREATE TABLE proofgate_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID`,
+    `CREATE TABLE proofgate_namespaces (
+      namespace TEXT PRIMARY KEY,
+      provider TEXT NOT NULL,
+      policy_digest TEXT NOT NULL,
+      policy TEXT NOT NULL,
+      created_at TEXT NOT NULL
+    ) WITHOUT ROWID`,
+    `CREATE TABLE proofgate_streams (
+      namespace TEXT NOT NULL,
+      stream_id TEXT NOT NULL,
+      revision INTEGER NOT NULL,
+      PRIMARY KEY (namespace, stream_id)
+    ) WITHOUT ROWID`,
+    `CREATE TABLE proofgate_events (
+      position INTEGER PRIMARY KEY AUTOINCREMENT,
+      namespace TEXT NOT NULL,
+      stream_id TEXT NOT NULL,
+      revision INTEGER NOT NULL,
+      event_id TEXT NOT NULL,
+      type TEXT NOT NULL,
+      data TEXT NOT NULL,
+      recorded_at TEXT NOT NULL,
+      UNIQUE (namespace, stream_id, revision),
+      UNIQUE (namespace, event_id)
+    )`,
+    `CREATE INDEX proofgate_events_by_position ON proofgate_events (namespace, position)`,
+    `CREATE TABLE proofgate_artifacts (
+      namespace TEXT NOT NULL,
+      run_id TEXT NOT NULL,
+      digest TEXT NOT NULL,
+      byte_length INTEGER NOT NULL,
+      media_type TEXT NOT NULL,
+      purpose TEXT NOT NULL,
+      bytes BLOB NOT NULL,
+      created_at TEXT NOT NULL,
+      PRIMARY KEY (namespace, run_id, digest)
+    ) WITHOUT ROWID`,
+  ],
+];
+
+function corrupt(file: string, reason: string): ProofgateError {
+  return new ProofgateError('CORRUPT_DATABASE', `${file} is not a readable SQLite database: ${reason}`, { file });
+}
+
+function isSqliteError(error: unknown): error is Error & { code: string } {
+  const code = error instanceof Error ? (error as Error & { code?: unknown }).code : undefined;
+  return typeof code === 'string' && code.startsWith('SQLITE_');
+}
+
+/** Map SQLite's "this is not a database / it is damaged" errors to CORRUPT_DATABASE. */
+function asCorrupt(error: unknown, file: string): unknown {
+  if (isSqliteError(error) && /^SQLITE_(NOTADB|CORRUPT)/.test(error.code)) return corrupt(file, error.message);
+  return error;
+}
+
+/** Refuse a nonempty file that does not start with the SQLite header, before SQLite touches it. */
+function checkHeader(file: string): void {
+  let size: number;
+  try {
+    size = statSync(file).size;
+  } catch {
+    return;
+  }
+  if (size === 0) return;
+  const header = Buffer.alloc(SQLITE_HEADER.length);
+  const fd = openSync(file, 'r');
+  try {
+    readSync(fd, header, 0, header.length, 0);
+  } finally {
+    closeSync(fd);
+  }
+  if (size < 100 || !header.equals(SQLITE_HEADER)) throw corrupt(file, 'the file header is not SQLite\'s');
+}
+
+type Identity = { kind: 'fresh' } | { kind: 'ours'; version: number };
+
+/** Read-only: is this file empty, ours (at which version), or someone else's? */
+function identify(db: Database.Database, file: string): Identity {
+  const applicationId = db.pragma('application_id', { simple: true }) as number;
+  const version = db.pragma('user_version', { simple: true }) as number;
+  if (applicationId === APPLICATION_ID) {
+    if (version > SQLITE_SCHEMA_VERSION) {
+      throw new ProofgateError('UNSUPPORTED_SCHEMA_VERSION', `${file} has proofgate schema version ${version}; this build knows up to ${SQLITE_SCHEMA_VERSION}`, { file, version });
+    }
+    return { kind: 'ours', version };
+  }
+  const objects = (db.prepare('SELECT count(*) AS n FROM sqlite_master').get() as { n: number }).n;
+  if (applicationId === 0 && version === 0 && objects === 0) return { kind: 'fresh' };
+  throw new ProofgateError('NOT_OUR_DATABASE', `${file} is a SQLite database that proofgate did not create; it was left untouched`, { file });
+}
+
+function migrate(db: Database.Database, file: string): void {
+  const run = db.transaction(() => {
+    const identity = identify(db, file);
+    const from = identity.kind === 'fresh' ? 0 : identity.version;
+    for (let version = from; version < SQLITE_SCHEMA_VERSION; version += 1) {
+      for (const statement of MIGRATIONS[version] ?? []) db.exec(statement);
+    }
+    if (from < SQLITE_SCHEMA_VERSION) {
+      db.prepare('INSERT OR REPLACE INTO proofgate_meta (key, value) VALUES (?, ?)').run('application', 'proofgate');
+      db.prepare('INSERT OR REPLACE INTO proofgate_meta (key, value) VALUES (?, ?)').run('schema_version', String(SQLITE_SCHEMA_VERSION));
+      db.pragma(`application_id = ${APPLICATION_ID}`);
+      db.pragma(`user_version = ${SQLITE_SCHEMA_VERSION}`);
+    }
+  });
+  run.immediate();
+}
+
+function setWal(db: Database.Database, deadline: number): void {
+  for (;;) {
+    try {
+      db.pragma('journal_mode = WAL');
+      return;
+    } catch (error) {
+      if (!isSqliteError(error) || !error.code.startsWith('SQLITE_BUSY') || Date.now() > deadline) throw error;
+    }
+  }
+}
+
+/**
+ * Open (creating if missing) the proofgate database in `directory`. The file
+ * is identified before anything is written: a file that is not SQLite or is
+ * damaged is `CORRUPT_DATABASE`, another program's database is
+ * `NOT_OUR_DATABASE`, a newer schema is `UNSUPPORTED_SCHEMA_VERSION`; in each
+ * case the file is left as it was. Then WAL mode, a busy timeout so that a
+ * second writer waits, and migrations inside one IMMEDIATE transaction.
+ */
+export function openSqliteDatabase(directory: string, busyTimeoutMs: number): Database.Database {
+  if (typeof directory !== 'string' || directory === '') throw new ProofgateError('INVALID_INPUT', 'directory must be a nonempty path');
+  mkdirSync(directory, { recursive: true });
+  const file = join(directory, DATABASE_FILE);
+  checkHeader(file);
+  let db: Database.Database;
+  try {
+    db = new Database(file, { timeout: busyTimeoutMs });
+  } catch (error) {
+    throw asCorrupt(error, file);
+  }
+  try {
+    identify(db, file);
+    setWal(db, Date.now() + busyTimeoutMs);
+    db.pragma('synchronous = FULL');
+    migrate(db, file);
+    return db;
+  } catch (error) {
+    db.close();
+    throw asCorrupt(error, file);
+  }
+}

@@ -6,7 +6,7 @@ import { createSqliteArtifactStore } from './artifact-store.js';
 import { createSqliteEventStore } from './event-store.js';
 import { openSqliteDatabase } from './schema.js';
 
-export { DATABASE_FILE, SQLITE_SCHEMA_VERSION } from './schema.js';
+export { DATABASE_FILE, SQLITE_SCHEMA_VERSION } from './constants.js';
 
 export interface LocalRunStorageOptions {
   /** Directory holding the database file (created if missing). */

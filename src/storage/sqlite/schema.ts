@@ -3,12 +3,9 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { ProofgateError } from '../../core/index.js';
 
-/** The database file inside the storage directory. */
-export const DATABASE_FILE = 'proofgate.sqlite';
-/** `PRAGMA application_id` of a proofgate database: ASCII "PRFG". */
-export const APPLICATION_ID = 0x50524647;
-/** The schema version this build writes (`PRAGMA user_version` and the meta table). */
-export const SQLITE_SCHEMA_VERSION = 1;
+import { APPLICATION_ID, DATABASE_FILE, SQLITE_SCHEMA_VERSION } from './constants.js';
+
+export { APPLICATION_ID, DATABASE_FILE, SQLITE_SCHEMA_VERSION };
 
 const SQLITE_HEADER = Buffer.from('SQLite format 3\0', 'latin1');
 

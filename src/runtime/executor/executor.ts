@@ -1,0 +1,237 @@
+import { setMaxListeners } from 'node:events';
+import { ProofgateError, canonicalBytes, isProofgateError, newId, sha256Digest, systemClock } from '../../core/index.js';
+import type { NewEvent } from '../../storage/ports.js';
+import type { DispatchCommand, GraphCommand } from '../graph/contract.js';
+import type { ReadonlyJsonValue } from '../json-types.js';
+import type { GraphPlan } from '../plan/types.js';
+import { checkRunId, readRunEvents, runStartedOf, runStreamId, type RunEvent } from '../run/stream.js';
+import { runAttempt, type AttemptOutcome } from './attempt.js';
+import { RunLedger, type AttemptRecord } from './ledger.js';
+import { bindNodes } from './nodes.js';
+import { outcomeEvent, resolutionEvent } from './records.js';
+import type { GraphExecutor, GraphExecutorOptions, NodeInput, PausedResolution, RunOutcome } from './types.js';
+
+type Settled = { readonly position: string; readonly nodeId: string; readonly outcome: AttemptOutcome };
+
+/**
+ * Create the executor of one stored run. It checks that `graph` is the graph
+ * the run was started with, that every node has an implementation whose
+ * permissions the plan admitted, and that every lane's engine is given.
+ */
+export async function createGraphExecutor<D, N, S>(options: GraphExecutorOptions<D, N, S>): Promise<GraphExecutor> {
+  const runId = checkRunId(options.runId);
+  const { graph, storage } = options;
+  const eventStore = storage.eventStore;
+  const started = runStartedOf(await readRunEvents(eventStore, runId, 0), runId);
+  const plan = started.data.resolvedPlan.plan as GraphPlan;
+  if (started.data.definitionDigest !== graph.definitionDigest) {
+    throw new ProofgateError('INVALID_INPUT', `graph ${graph.definitionDigest} is not the graph run ${runId} was started with (${started.data.definitionDigest})`);
+  }
+  if (plan.graph.typeId !== graph.type.id || plan.graph.typeVersion !== graph.type.version) {
+    throw new ProofgateError('INVALID_INPUT', `graph type ${graph.type.id}@${graph.type.version} is not the planned ${plan.graph.typeId}@${plan.graph.typeVersion}`);
+  }
+  const description = graph.describe();
+  const engines = bindNodes(description, plan, options.nodes, options.engines);
+  const dependsOn = new Map(description.nodes.map((node) => [node.id, node.dependsOn]));
+  const clock = options.clock ?? systemClock;
+  const leaseMarginMs = options.leaseMarginMs ?? 2000;
+  const pollMs = options.pollMs ?? 50;
+  const executorId = newId('exec');
+  const streamId = runStreamId(runId);
+  const nodeOf = (nodeId: string) => {
+    const node = options.nodes[nodeId];
+    if (!node) throw new ProofgateError('INTERNAL', `no node ${nodeId}`);
+    return node;
+  };
+
+  /** Append at the ledger's revision; false on a lost race (the caller re-reads). */
+  async function tryAppend(ledger: RunLedger<D, N, S>, events: readonly NewEvent[]): Promise<boolean> {
+    try {
+      const result = await eventStore.append(streamId, ledger.revision, events);
+      let revision = result.revision - events.length;
+      for (const event of events) {
+        revision += 1;
+        ledger.apply({ type: event.type, data: event.data, revision, recordedAt: '', id: event.id } as RunEvent);
+      }
+      return true;
+    } catch (error) {
+      if (!isProofgateError(error, 'REVISION_CONFLICT')) throw error;
+      await ledger.catchUp(eventStore, runId);
+      return false;
+    }
+  }
+
+  function inputOf(ledger: RunLedger<D, N, S>, nodeId: string, position: string, attempt: number): NodeInput {
+    const upstream: Record<string, ReadonlyJsonValue> = {};
+    for (const dep of dependsOn.get(nodeId) ?? []) {
+      const result = ledger.results.get(dep);
+      if (result !== undefined) upstream[dep] = result;
+    }
+    return { runId, nodeId, position, attempt, prompt: nodeOf(nodeId).prompt, upstream };
+  }
+
+  function startedEvent(input: NodeInput, restart: number): NewEvent {
+    const { policy } = nodeOf(input.nodeId);
+    const bytes = canonicalBytes(input);
+    const lease = clock.now().getTime() + policy.timeoutMs + policy.teardownGraceMs + leaseMarginMs;
+    return {
+      id: newId('evt'),
+      type: 'attempt-started',
+      data: {
+        position: input.position, nodeId: input.nodeId, executorId, restart,
+        inputDigest: sha256Digest(bytes), inputBytes: bytes.byteLength, leaseExpiresAt: new Date(lease).toISOString(),
+      },
+    };
+  }
+
+  async function run(external: AbortSignal = new AbortController().signal): Promise<RunOutcome> {
+    // One listener on the caller's signal; attempts listen on this internal one.
+    const internal = new AbortController();
+    setMaxListeners(0, internal.signal);
+    const forward = (): void => internal.abort(external.reason);
+    if (external.aborted) forward();
+    else external.addEventListener('abort', forward, { once: true });
+    try {
+      return await drive(internal.signal);
+    } finally {
+      external.removeEventListener('abort', forward);
+    }
+  }
+
+  async function drive(signal: AbortSignal): Promise<RunOutcome> {
+    const ledger = new RunLedger(graph);
+    await ledger.catchUp(eventStore, runId);
+    const running = new Map<string, Promise<Settled>>();
+
+    const launch = (input: NodeInput, restart: number): void => {
+      const attempt = runAttempt({ node: nodeOf(input.nodeId), input, restart, engine: engines.get(input.nodeId) ?? null, runSignal: signal })
+        .then((outcome): Settled => ({ position: input.position, nodeId: input.nodeId, outcome }));
+      running.set(input.position, attempt);
+    };
+
+    const dispatch = async (commands: readonly DispatchCommand[]): Promise<void> => {
+      const inputs = commands.map((command) => inputOf(ledger, command.nodeId, command.position, command.attempt));
+      const events = commands.flatMap((command, i): NewEvent[] => [
+        { id: newId('evt'), type: 'dispatch-decided', data: { position: command.position, nodeId: command.nodeId, attempt: command.attempt, executorId } },
+        startedEvent(inputs[i] as NodeInput, 0),
+      ]);
+      if (await tryAppend(ledger, events)) for (const input of inputs) launch(input, 0);
+    };
+
+    /** Attempts started by an executor whose lease ran out: re-run (retry-safe) or pause for reconcile. */
+    const recover = async (): Promise<number | null> => {
+      const now = clock.now().getTime();
+      let nextExpiry: number | null = null;
+      for (const record of ledger.outstanding()) {
+        if (running.has(record.position)) continue;
+        const expiry = record.started?.leaseExpiresAt ?? 0;
+        if (expiry > now) {
+          nextExpiry = nextExpiry === null ? expiry : Math.min(nextExpiry, expiry);
+          continue;
+        }
+        if (!(await recoverOne(record))) return now;
+      }
+      return nextExpiry;
+    };
+
+    const recoverOne = async (record: AttemptRecord): Promise<boolean> => {
+      const node = nodeOf(record.nodeId);
+      if (node.retrySafe === true) {
+        const input = inputOf(ledger, record.nodeId, record.position, record.attempt);
+        const restart = (record.started?.restart ?? -1) + 1;
+        const ok = await tryAppend(ledger, [startedEvent(input, restart)]);
+        if (ok) launch(input, restart);
+        return ok;
+      }
+      const detail = `attempt ${record.position} was started by ${record.started?.executorId ?? 'an executor'} and never finished; its effects are unknown`;
+      return tryAppend(ledger, [{
+        id: newId('evt'),
+        type: 'attempt-paused',
+        data: { position: record.position, nodeId: record.nodeId, reason: 'needs reconcile after an interrupted attempt', request: { kind: 'reconcile', detail } },
+      }]);
+    };
+
+    const record = async (settled: readonly Settled[]): Promise<void> => {
+      for (;;) {
+        const open = settled.filter((entry) => ledger.attempts.get(entry.position)?.status === 'outstanding');
+        if (open.length === 0 || await tryAppend(ledger, open.map((entry) => outcomeEvent(entry.position, entry.nodeId, entry.outcome)))) break;
+      }
+      for (const entry of settled) running.delete(entry.position);
+    };
+
+    const finish = async (command: Exclude<GraphCommand, DispatchCommand>): Promise<RunOutcome | null> => {
+      const type = command.kind === 'complete' ? 'run-completed' : command.kind === 'fail' ? 'run-failed' : 'run-paused';
+      const repeat = ledger.last?.type === type && ledger.last.data.reason === command.reason;
+      if (!repeat && !(await tryAppend(ledger, [{ id: newId('evt'), type, data: { reason: command.reason } }]))) return null;
+      if (command.kind === 'complete') return { kind: 'complete', reason: command.reason };
+      if (command.kind === 'fail') return { kind: 'failed', reason: command.reason };
+      return { kind: 'paused', reason: command.reason, requests: ledger.pausedRequests() };
+    };
+
+    const waitForWork = async (wakeAt: number | null): Promise<Settled[]> => {
+      const waits: Promise<Settled | null>[] = [...running.values()];
+      let timer: NodeJS.Timeout | undefined;
+      let onAbort: (() => void) | undefined;
+      if (wakeAt !== null || running.size === 0) {
+        const ms = wakeAt === null ? pollMs : Math.max(1, Math.min(pollMs, wakeAt - clock.now().getTime()));
+        waits.push(new Promise((resolve) => { timer = setTimeout(() => resolve(null), ms); }));
+      }
+      waits.push(new Promise((resolve) => {
+        onAbort = () => resolve(null);
+        signal.addEventListener('abort', onAbort, { once: true });
+      }));
+      const first = await Promise.race(waits);
+      clearTimeout(timer);
+      if (onAbort) signal.removeEventListener('abort', onAbort);
+      if (first === null) return [];
+      const done: Settled[] = [first];
+      for (const [position, promise] of running) {
+        if (position === first.position) continue;
+        const ready = await Promise.race([promise, Promise.resolve(null)]);
+        if (ready) done.push(ready);
+      }
+      return done;
+    };
+
+    for (;;) {
+      if (ledger.finished) {
+        const { type, data } = ledger.finished as Extract<RunEvent, { type: 'run-completed' | 'run-failed' }>;
+        return { kind: type === 'run-completed' ? 'complete' : 'failed', reason: data.reason };
+      }
+      if (signal.aborted) {
+        await record(await Promise.all(running.values()));
+        return { kind: 'paused', reason: 'aborted', requests: ledger.pausedRequests() };
+      }
+      const wakeAt = await recover();
+      const commands = graph.decide(ledger.state);
+      const dispatches = commands.filter((command): command is DispatchCommand => command.kind === 'dispatch');
+      if (dispatches.length > 0) {
+        await dispatch(dispatches);
+        continue;
+      }
+      const terminal = commands.find((command): command is Exclude<GraphCommand, DispatchCommand> => command.kind !== 'dispatch');
+      if (terminal && running.size === 0 && ledger.outstanding().length === 0) {
+        const outcome = await finish(terminal);
+        if (outcome) return outcome;
+        continue;
+      }
+      const settled = await waitForWork(wakeAt);
+      if (settled.length > 0) await record(settled);
+      else if (running.size === 0) await ledger.catchUp(eventStore, runId);
+    }
+  }
+
+  async function resolvePaused(position: string, resolution: PausedResolution): Promise<void> {
+    for (;;) {
+      const ledger = new RunLedger(graph);
+      await ledger.catchUp(eventStore, runId);
+      const attempt = ledger.attempts.get(position);
+      if (!attempt || attempt.status !== 'paused') {
+        throw new ProofgateError('INVALID_INPUT', `run ${runId} has no paused attempt at ${position}`);
+      }
+      if (await tryAppend(ledger, [resolutionEvent(attempt, resolution)])) return;
+    }
+  }
+
+  return Object.freeze({ runId, executorId, run, resolvePaused });
+}

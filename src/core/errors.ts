@@ -32,6 +32,9 @@ export const ERROR_CODES = [
   'ABORTED',
   'SUBJECT_MISMATCH',
   'INTERNAL',
+  'WEBHOOK_SIGNATURE',
+  'FORGE_AUTH',
+  'FORGE_API',
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];

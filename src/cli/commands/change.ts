@@ -1,0 +1,161 @@
+import type { Command } from 'commander';
+import type { ChangeSnapshot, ForgeComment } from '../../forge/port.js';
+import { GitRepository, defaultLocalDataDir, openLocalForge, type ChangeRecord, type LocalForge } from '../../forge/local/index.js';
+import { resolveDataDir } from '../data-dir.js';
+import { emit, usageError } from '../io.js';
+
+/** `--repo` / `--data`, shared by every local-forge command. */
+export interface LocalForgeFlags {
+  repo?: string;
+  data?: string;
+  json?: boolean;
+}
+
+export function addLocalForgeOptions(command: Command): Command {
+  return command
+    .option('--repo <dir>', 'the git repository (default: the repository of the current directory)')
+    .option('--data <dir>', 'state directory (default: $PROOFGATE_DATA_DIR, else .git/proofgate/ of the repository)');
+}
+
+/** Open the local forge for a command, run `action`, and always close the store. */
+export async function withLocalForge<T>(flags: LocalForgeFlags, action: (forge: LocalForge) => Promise<T>): Promise<T> {
+  const repo = await GitRepository.open(flags.repo ?? process.cwd());
+  const dataDir = resolveDataDir(flags.data, defaultLocalDataDir(repo));
+  const opened = await openLocalForge({ repoDir: repo.root, dataDir });
+  try {
+    return await action(opened.forge);
+  } finally {
+    await opened.close();
+  }
+}
+
+const short = (sha: string): string => sha.slice(0, 12);
+
+function renderSnapshot(snapshot: ChangeSnapshot): string {
+  const lines = [
+    `change ${snapshot.id}: ${snapshot.title}`,
+    `state      ${snapshot.state}${snapshot.mergeCommitSha === null ? '' : ` (merge commit ${snapshot.mergeCommitSha})`}`,
+    `base       ${snapshot.base.ref} ${snapshot.base.sha}`,
+    `head       ${snapshot.head.ref} ${snapshot.head.sha}`,
+    `author     ${snapshot.author.login} (${snapshot.author.permission})`,
+    `mergeable  ${snapshot.mergeable} / ${snapshot.mergeStateStatus}`,
+    `labels     ${snapshot.labels.length === 0 ? '-' : snapshot.labels.join(', ')}`,
+    `checks     ${snapshot.checks.length === 0 ? '-' : ''}`,
+    ...snapshot.checks.map((check) => `  ${check.name}: ${check.status}${check.conclusion === null ? '' : ` ${check.conclusion}`}`),
+    `comments   ${snapshot.comments.length === 0 ? '-' : ''}`,
+    ...snapshot.comments.map((comment) => `  [${comment.id}] ${comment.author} at ${comment.updatedAt}:\n    ${comment.body.split('\n').join('\n    ')}`),
+  ];
+  return lines.map((line) => line.trimEnd()).join('\n');
+}
+
+function listEntry(record: ChangeRecord) {
+  return {
+    id: record.changeId,
+    number: record.number,
+    title: record.title,
+    state: record.state,
+    base: record.baseRef,
+    head: record.headRef,
+    author: record.author,
+    openedAt: record.openedAt,
+    mergeCommitSha: record.merge?.mergeCommitSha ?? null,
+  };
+}
+
+function renderComment(changeId: string, comment: ForgeComment): string {
+  return `comment ${comment.id} on change ${changeId} by ${comment.author}`;
+}
+
+function nonEmpty(value: string, what: string): string {
+  if (value.trim() === '') throw usageError(`${what} must not be empty`);
+  return value;
+}
+
+const STATES = ['open', 'closed', 'merged', 'all'] as const;
+
+export function registerChangeCommands(program: Command): void {
+  const change = program.command('change').description('changes of the local forge: a head branch proposed into a base branch');
+
+  addLocalForgeOptions(
+    change
+      .command('open')
+      .description('register a change: --head BRANCH proposed into --base BRANCH')
+      .requiredOption('--head <branch>', 'the branch with the work')
+      .option('--base <branch>', 'the branch to merge into', 'main')
+      .option('--title <text>', 'title (default: the subject of the head commit)')
+      .option('--as <login>', 'author login (default: the local git identity, user.name)')
+      .option('--json', 'print the snapshot as JSON'),
+  ).action(async (flags: LocalForgeFlags & { head: string; base: string; title?: string; as?: string }) => {
+    const snapshot = await withLocalForge(flags, (forge) =>
+      forge.openChange({ head: nonEmpty(flags.head, '--head'), base: nonEmpty(flags.base, '--base'), title: flags.title, author: flags.as }),
+    );
+    await emit(Boolean(flags.json), snapshot, () => `opened change ${snapshot.id}: ${snapshot.head.ref} -> ${snapshot.base.ref} (head ${short(snapshot.head.sha)})`);
+  });
+
+  addLocalForgeOptions(
+    change
+      .command('list')
+      .description('list the changes of the repository')
+      .option('--state <state>', `only changes in this state: ${STATES.join(', ')}`, 'all')
+      .option('--json', 'print a JSON array'),
+  ).action(async (flags: LocalForgeFlags & { state: string }) => {
+    if (!(STATES as readonly string[]).includes(flags.state)) throw usageError(`--state must be one of ${STATES.join(', ')}`);
+    const records = await withLocalForge(flags, (forge) => forge.listChanges());
+    const entries = records.filter((record) => flags.state === 'all' || record.state === flags.state).map(listEntry);
+    await emit(Boolean(flags.json), entries, () =>
+      entries.length === 0 ? 'no changes' : entries.map((entry) => `${entry.id}\t${entry.state}\t${entry.head} -> ${entry.base}\t${entry.title}`).join('\n'),
+    );
+  });
+
+  addLocalForgeOptions(
+    change
+      .command('show')
+      .description('show a change: refs, mergeability, labels, the checks of the current head, comments')
+      .argument('<id>', 'change id')
+      .option('--json', 'print the snapshot as JSON'),
+  ).action(async (id: string, flags: LocalForgeFlags) => {
+    const snapshot = await withLocalForge(flags, (forge) => forge.snapshot(id));
+    await emit(Boolean(flags.json), snapshot, () => renderSnapshot(snapshot));
+  });
+
+  addLocalForgeOptions(
+    change
+      .command('comment')
+      .description('add a comment to a change')
+      .argument('<id>', 'change id')
+      .argument('<text>', 'the comment body')
+      .option('--as <login>', 'author login (default: the local git identity, user.name)')
+      .option('--json', 'print the comment as JSON'),
+  ).action(async (id: string, text: string, flags: LocalForgeFlags & { as?: string }) => {
+    nonEmpty(text, 'the comment text');
+    const comment = await withLocalForge(flags, async (forge) => forge.commentAs(id, text, flags.as ?? (await forge.localIdentity())));
+    await emit(Boolean(flags.json), comment, () => renderComment(id, comment));
+  });
+
+  addLocalForgeOptions(
+    change
+      .command('close')
+      .description('close a change without merging it')
+      .argument('<id>', 'change id')
+      .option('--json', 'print the snapshot as JSON'),
+  ).action(async (id: string, flags: LocalForgeFlags) => {
+    const snapshot = await withLocalForge(flags, (forge) => forge.closeChange(id));
+    await emit(Boolean(flags.json), snapshot, () => `closed change ${id}`);
+  });
+
+  addLocalForgeOptions(
+    change
+      .command('merge')
+      .description('squash-merge a change at exactly --expected-head (compare-and-swap of the base branch)')
+      .argument('<id>', 'change id')
+      .requiredOption('--expected-head <sha>', 'the full sha of the head that was reviewed')
+      .option('--title <text>', 'title of the squash commit (default: the change title)')
+      .option('--message <text>', 'body of the squash commit', '')
+      .option('--json', 'print {"merged","sha"} as JSON'),
+  ).action(async (id: string, flags: LocalForgeFlags & { expectedHead: string; title?: string; message: string }) => {
+    if (!/^[0-9a-f]{40}$/.test(flags.expectedHead)) throw usageError('--expected-head must be a full 40-character sha');
+    const result = await withLocalForge(flags, (forge) => forge.merge(id, { expectedHeadSha: flags.expectedHead, title: flags.title ?? '', message: flags.message }));
+    await emit(Boolean(flags.json), result, () => `merged change ${id} as ${result.sha}`);
+  });
+}
+

@@ -1,0 +1,163 @@
+import { parse as parseYaml, YAMLParseError } from 'yaml';
+import { z } from 'zod';
+import { ProofgateError, errorMessage } from '../core/index.js';
+import { reviewConfigSchema } from './review-config.js';
+
+/**
+ * The trusted repository configuration, `.proofgate.yml`. proofgate reads it
+ * from the BASE branch of a change (never from the change itself) and validates
+ * it here. Unknown keys and bad values fail with one `CONFIG` error that names
+ * the key path, e.g. `automerge.maxRepairsPerHead: expected an integer >= 0`.
+ */
+
+const checkNamePattern = /^[A-Za-z0-9][A-Za-z0-9 ._:/-]*$/;
+
+/** One configured check: a command run at the exact head in a disposable worktree. */
+export const repoCheckSchema = z
+  .object({
+    name: z.string().min(1).max(100).regex(checkNamePattern, 'check name: letters, digits, space . _ : / -'),
+    /** A shell command line (run with /bin/sh -c) or an argv array (run without a shell). */
+    run: z.union([z.string().min(1), z.array(z.string().min(1)).min(1)]),
+    timeoutSeconds: z.number().int().positive().max(86_400).default(600),
+  })
+  .strict();
+
+export const repoPermissionSchema = z.enum(['admin', 'maintain', 'write', 'triage', 'read']);
+
+/** A maintainer: a plain login (permission `write`) or `{ login, permission }`. */
+export const maintainerSchema = z.union([
+  z.string().min(1).max(100),
+  z
+    .object({
+      login: z.string().min(1).max(100),
+      permission: repoPermissionSchema.default('write'),
+    })
+    .strict(),
+]);
+
+const nonNegativeInt = z.number().int().min(0);
+const positiveInt = z.number().int().positive();
+const commandArgv = z.array(z.string().min(1)).min(1);
+
+/** The `automerge:` section. Kept open for the automerge loop: every field is optional here. */
+export const automergeConfigSchema = z
+  .object({
+    ignoredChecks: z.array(z.string().min(1)).optional(),
+    maxRepairsPerChange: nonNegativeInt.optional(),
+    maxRepairsPerHead: nonNegativeInt.optional(),
+    shepherdWaitMs: nonNegativeInt.optional(),
+    shepherdPollMs: positiveInt.optional(),
+    transientWaitMs: nonNegativeInt.optional(),
+    transientPollMs: positiveInt.optional(),
+    gate: commandArgv.optional(),
+    agentFix: z.object({ command: commandArgv }).strict().optional(),
+  })
+  .strict();
+
+export const repoConfigSchema = z
+  .object({
+    checks: z.array(repoCheckSchema).default([]),
+    maintainers: z.array(maintainerSchema).default([]),
+    requireUpToDate: z.boolean().default(false),
+    review: reviewConfigSchema.optional(),
+    automerge: automergeConfigSchema.optional(),
+  })
+  .strict()
+  .superRefine((config, context) => {
+    const seen = new Set<string>();
+    config.checks.forEach((check, index) => {
+      if (seen.has(check.name)) {
+        context.addIssue({ code: 'custom', path: ['checks', index, 'name'], message: `duplicate check name "${check.name}"` });
+      }
+      seen.add(check.name);
+    });
+    const logins = new Set<string>();
+    config.maintainers.forEach((entry, index) => {
+      const login = typeof entry === 'string' ? entry : entry.login;
+      if (logins.has(login)) {
+        context.addIssue({ code: 'custom', path: ['maintainers', index], message: `duplicate maintainer "${login}"` });
+      }
+      logins.add(login);
+    });
+  });
+
+export type RepoCheck = z.infer<typeof repoCheckSchema>;
+export type MaintainerEntry = z.infer<typeof maintainerSchema>;
+export type AutomergeConfig = z.infer<typeof automergeConfigSchema>;
+export type RepoConfig = z.infer<typeof repoConfigSchema>;
+
+/** The configuration that applies when the base branch has no `.proofgate.yml`. */
+export function emptyRepoConfig(): RepoConfig {
+  return repoConfigSchema.parse({});
+}
+
+type Issue = z.core.$ZodIssue;
+
+function formatPath(path: readonly PropertyKey[]): string {
+  let text = '';
+  for (const part of path) {
+    if (typeof part === 'number') text += `[${part}]`;
+    else text += text === '' ? String(part) : `.${String(part)}`;
+  }
+  return text === '' ? '(top level)' : text;
+}
+
+/** The most specific issue: inside a union, the branch that got furthest into the value. */
+function mostSpecific(issue: Issue): Issue {
+  if (issue.code !== 'invalid_union' || issue.errors.length === 0) return issue;
+  let best: Issue | undefined;
+  for (const branch of issue.errors) {
+    const first = branch[0];
+    if (first !== undefined && (best === undefined || first.path.length > best.path.length)) best = first;
+  }
+  if (best === undefined) return issue;
+  const inner = mostSpecific(best);
+  return { ...inner, path: [...issue.path, ...inner.path] } as Issue;
+}
+
+function describeIssue(raw: Issue): string {
+  const issue = mostSpecific(raw);
+  if (issue.code === 'unrecognized_keys') {
+    const keys = issue.keys.map((key) => formatPath([...issue.path, key]));
+    return `unknown key ${keys.join(', ')}`;
+  }
+  if (issue.code === 'invalid_type' && /received undefined$/.test(issue.message)) return `${formatPath(issue.path)}: is required`;
+  return `${formatPath(issue.path)}: ${issue.message}`;
+}
+
+/** Validate a parsed configuration value; `source` names it in the error (e.g. `main:.proofgate.yml`). */
+export function parseRepoConfig(value: unknown, source: string): RepoConfig {
+  const result = repoConfigSchema.safeParse(value ?? {});
+  if (result.success) return result.data;
+  const first = result.error.issues[0];
+  const detail = first === undefined ? 'invalid configuration' : describeIssue(first);
+  const more = result.error.issues.length > 1 ? ` (and ${result.error.issues.length - 1} more)` : '';
+  throw new ProofgateError('CONFIG', `${source}: ${detail}${more}`, { source });
+}
+
+/** Parse the YAML text of `.proofgate.yml` and validate it. */
+export function parseRepoConfigYaml(text: string, source: string): RepoConfig {
+  let value: unknown;
+  try {
+    value = parseYaml(text, { uniqueKeys: true, maxAliasCount: 100 });
+  } catch (error) {
+    const where = error instanceof YAMLParseError && error.linePos ? ` (line ${error.linePos[0].line})` : '';
+    throw new ProofgateError('CONFIG', `${source}: not valid YAML${where}: ${errorMessage(error).split(' at line')[0]}`, { source });
+  }
+  if (value !== null && value !== undefined && (typeof value !== 'object' || Array.isArray(value))) {
+    throw new ProofgateError('CONFIG', `${source}: the top level must be a mapping`, { source });
+  }
+  return parseRepoConfig(value, source);
+}
+
+/** The permission a maintainers entry grants to `login`, or null when the login is not listed. */
+export function maintainerPermission(config: RepoConfig, login: string): z.infer<typeof repoPermissionSchema> | null {
+  for (const entry of config.maintainers) {
+    if (typeof entry === 'string') {
+      if (entry === login) return 'write';
+    } else if (entry.login === login) {
+      return entry.permission;
+    }
+  }
+  return null;
+}

@@ -1,0 +1,204 @@
+/**
+ * The GitHub adapter of the Forge port. A change id is the pull request
+ * number. Reads go through one GraphQL query (see snapshot.ts); actions are
+ * REST calls whose refusals become typed errors: a merge at a moved head is
+ * HEAD_MOVED, an unmergeable pull request NOT_MERGEABLE, and neither changes
+ * anything on GitHub.
+ */
+import type { Octokit } from '@octokit/core';
+import pino, { type Logger } from 'pino';
+import { ProofgateError } from '../../core/errors.js';
+import type { ChangeSnapshot, Forge, ForgeComment, MergeRequest, MergeResult, PushRequest, RepoPermission } from '../port.js';
+import { createGitHubClient, type GitHubClientOptions } from './client.js';
+import { forgeError, httpFailure } from './errors.js';
+import { pushBranch } from './push.js';
+import { actorType, repoPermission } from './snapshot-mapping.js';
+import { readSnapshot } from './snapshot.js';
+
+interface ForgeTarget {
+  readonly owner: string;
+  readonly repo: string;
+  /** proofgate's own login in REST spelling (a GitHub App: `slug[bot]`). */
+  readonly selfLogin: string;
+  readonly logger?: Logger;
+  /** Checks and comments read per GraphQL page (1..100). Default 100. */
+  readonly pageSize?: number;
+}
+
+export type GitHubForgeOptions = ForgeTarget &
+  ({ readonly octokit: Octokit } | (GitHubClientOptions & { readonly octokit?: undefined }));
+
+interface RestComment {
+  readonly id: number | bigint;
+  readonly body?: string;
+  readonly user: { readonly login: string; readonly type: string } | null;
+  readonly created_at: string;
+  readonly updated_at: string;
+}
+
+export function createGitHubForge(options: GitHubForgeOptions): Forge {
+  const logger = options.logger ?? pino({ level: 'silent' });
+  const octokit: Octokit = options.octokit ?? createGitHubClient({ ...options, logger });
+  const { owner, repo } = options;
+  if (owner.trim() === '' || repo.trim() === '') throw new ProofgateError('CONFIG', 'GitHub owner and repo are required');
+  const pageSize = options.pageSize ?? 100;
+  if (!Number.isInteger(pageSize) || pageSize < 1 || pageSize > 100) {
+    throw new ProofgateError('CONFIG', `pageSize must be an integer from 1 to 100, got ${pageSize}`);
+  }
+
+  async function permission(login: string): Promise<RepoPermission> {
+    if (login.trim() === '') throw new ProofgateError('INVALID_INPUT', 'login is empty');
+    try {
+      const { data } = await octokit.request('GET /repos/{owner}/{repo}/collaborators/{username}/permission', { owner, repo, username: login });
+      return repoPermission(data.role_name, data.permission);
+    } catch (error) {
+      if (httpFailure(error)?.status === 404) return 'none';
+      throw forgeError('permission lookup', error);
+    }
+  }
+
+  return {
+    kind: 'github',
+    selfLogin: options.selfLogin,
+
+    async snapshot(changeId: string): Promise<ChangeSnapshot> {
+      return readSnapshot({ octokit, owner, repo, pageSize, permission }, prNumber(changeId));
+    },
+
+    async createComment(changeId: string, body: string): Promise<ForgeComment> {
+      const issue_number = prNumber(changeId);
+      try {
+        // Never retried: a lost answer to a create may still have created the comment.
+        const { data } = await octokit.request('POST /repos/{owner}/{repo}/issues/{issue_number}/comments', {
+          owner,
+          repo,
+          issue_number,
+          body,
+          request: { retries: 0 },
+        });
+        return restComment(data);
+      } catch (error) {
+        throw forgeError('create comment', error);
+      }
+    },
+
+    async editComment(changeId: string, commentId: string, body: string): Promise<ForgeComment> {
+      prNumber(changeId);
+      const comment_id = positiveInteger(commentId, 'comment id');
+      try {
+        const { data } = await octokit.request('PATCH /repos/{owner}/{repo}/issues/comments/{comment_id}', { owner, repo, comment_id, body });
+        return restComment(data);
+      } catch (error) {
+        throw forgeError('edit comment', error);
+      }
+    },
+
+    async addLabels(changeId: string, labels: readonly string[]): Promise<void> {
+      const issue_number = prNumber(changeId);
+      if (labels.length === 0) return;
+      if (labels.some((l) => l.trim() === '')) throw new ProofgateError('INVALID_INPUT', 'label names must not be empty');
+      try {
+        await octokit.request('POST /repos/{owner}/{repo}/issues/{issue_number}/labels', { owner, repo, issue_number, labels: [...labels] });
+      } catch (error) {
+        throw forgeError('add labels', error);
+      }
+    },
+
+    async removeLabel(changeId: string, label: string): Promise<void> {
+      const issue_number = prNumber(changeId);
+      try {
+        await octokit.request('DELETE /repos/{owner}/{repo}/issues/{issue_number}/labels/{name}', { owner, repo, issue_number, name: label });
+      } catch (error) {
+        const failure = httpFailure(error);
+        // Removing a label the pull request does not carry is already done.
+        if (failure?.status === 404 && /label does not exist/i.test(failure.githubMessage)) return;
+        throw forgeError('remove label', error);
+      }
+    },
+
+    async merge(changeId: string, request: MergeRequest): Promise<MergeResult> {
+      const pull_number = prNumber(changeId);
+      if (!/^[0-9a-f]{40}$/i.test(request.expectedHeadSha)) {
+        throw new ProofgateError('INVALID_INPUT', 'merge needs the full expected head sha');
+      }
+      try {
+        const { data } = await octokit.request('PUT /repos/{owner}/{repo}/pulls/{pull_number}/merge', {
+          owner,
+          repo,
+          pull_number,
+          sha: request.expectedHeadSha,
+          merge_method: 'squash',
+          commit_title: request.title,
+          commit_message: request.message,
+          request: { retries: 0 },
+        });
+        logger.info({ pr: pull_number, head: request.expectedHeadSha, merged: data.sha }, 'pull request merged');
+        return { merged: true, sha: data.sha };
+      } catch (error) {
+        const failure = httpFailure(error);
+        const details = { number: pull_number, expectedHeadSha: request.expectedHeadSha, githubMessage: failure?.githubMessage ?? '' };
+        if (failure?.status === 409) {
+          throw new ProofgateError('HEAD_MOVED', `pull request #${pull_number}: head is no longer ${request.expectedHeadSha}`, details);
+        }
+        if (failure?.status === 405) {
+          throw new ProofgateError('NOT_MERGEABLE', `pull request #${pull_number} is not mergeable: ${failure.githubMessage}`, details);
+        }
+        throw forgeError('merge', error);
+      }
+    },
+
+    async pushBranch(request: PushRequest): Promise<void> {
+      await pushBranch(octokit, owner, repo, request);
+    },
+
+    async readFile(ref: string, path: string): Promise<Uint8Array | null> {
+      if (ref.trim() === '') throw new ProofgateError('INVALID_INPUT', 'ref is empty');
+      const clean = path.replace(/^\/+/, '');
+      if (clean === '' || clean.split('/').some((part) => part === '..' || part === '.')) {
+        throw new ProofgateError('INVALID_INPUT', `not a file path: ${path}`);
+      }
+      let data: unknown;
+      try {
+        ({ data } = await octokit.request('GET /repos/{owner}/{repo}/contents/{path}', { owner, repo, path: clean, ref }));
+      } catch (error) {
+        if (httpFailure(error)?.status === 404) return null;
+        throw forgeError('read file', error);
+      }
+      return fileBytes(data, clean);
+    },
+
+    permission,
+  };
+}
+
+function fileBytes(data: unknown, path: string): Uint8Array {
+  if (Array.isArray(data) || typeof data !== 'object' || data === null) {
+    throw new ProofgateError('INVALID_INPUT', `${path} is a directory, not a file`);
+  }
+  const entry = data as { type?: unknown; encoding?: unknown; content?: unknown; size?: unknown };
+  if (entry.type !== 'file') throw new ProofgateError('INVALID_INPUT', `${path} is a ${String(entry.type)}, not a regular file`);
+  if (entry.encoding !== 'base64' || typeof entry.content !== 'string') {
+    throw new ProofgateError('FORGE_API', `${path} is too large for the contents API (${String(entry.size)} bytes)`, { path });
+  }
+  return new Uint8Array(Buffer.from(entry.content, 'base64'));
+}
+
+function restComment(data: RestComment): ForgeComment {
+  return {
+    id: String(data.id),
+    author: data.user?.login ?? 'ghost',
+    authorType: actorType(data.user?.type),
+    body: data.body ?? '',
+    createdAt: data.created_at,
+    updatedAt: data.updated_at,
+  };
+}
+
+function prNumber(changeId: string): number {
+  return positiveInteger(changeId, 'change id (pull request number)');
+}
+
+function positiveInteger(value: string, what: string): number {
+  if (!/^[1-9][0-9]{0,15}$/.test(value)) throw new ProofgateError('INVALID_INPUT', `${what} must be a positive integer, got ${JSON.stringify(value)}`);
+  return Number(value);
+}

@@ -1,0 +1,8 @@
+export { createGitHubClient } from './client.js';
+export type { GitHubAuth, GitHubClientOptions, GitHubOctokit, GitHubRetryOptions, GitHubThrottleOptions } from './client.js';
+export { createGitHubForge } from './forge.js';
+export type { GitHubForgeOptions } from './forge.js';
+export { parseWebhookDelivery } from './webhooks.js';
+export type { GitHubForgeEvent, GitHubRepositoryRef, IgnoredDelivery, WebhookDelivery, WebhookHeaders, WebhookResult } from './webhooks.js';
+export { SNAPSHOT_OPERATION, SNAPSHOT_QUERY } from './snapshot-query.js';
+export { redactSecrets } from './redact.js';

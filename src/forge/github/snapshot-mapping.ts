@@ -1,0 +1,161 @@
+/**
+ * Pure mapping from GitHub's GraphQL answer to the forge port's snapshot.
+ * GraphQL spells enums in upper case and bot logins without the `[bot]`
+ * suffix that REST and webhooks use; everything here is normalised to the
+ * REST spelling so logins compare equal whichever API they came from.
+ */
+import type {
+  AuthorType,
+  ChangeSnapshot,
+  ChangeState,
+  CheckConclusion,
+  CheckStatus,
+  ForgeCheck,
+  ForgeComment,
+  Mergeable,
+  MergeStateStatus,
+  RepoPermission,
+} from '../port.js';
+import type { GqlActor, GqlCheckContext, GqlCheckRun, GqlComment, GqlPullRequest, GqlStatusContext } from './snapshot-query.js';
+
+const CHECK_STATUSES: readonly CheckStatus[] = ['queued', 'in_progress', 'completed', 'waiting', 'requested', 'pending'];
+const CONCLUSIONS: readonly CheckConclusion[] = [
+  'success',
+  'failure',
+  'neutral',
+  'cancelled',
+  'skipped',
+  'timed_out',
+  'action_required',
+  'startup_failure',
+  'stale',
+  'error',
+];
+const MERGE_STATES: readonly MergeStateStatus[] = ['CLEAN', 'BEHIND', 'BLOCKED', 'DIRTY', 'HAS_HOOKS', 'UNKNOWN', 'UNSTABLE'];
+
+/** Login in REST spelling: GraphQL gives bots without the `[bot]` suffix. */
+export function actorLogin(actor: GqlActor | null): string {
+  if (actor === null) return 'ghost';
+  if (actor.__typename === 'Bot' && !actor.login.endsWith('[bot]')) return `${actor.login}[bot]`;
+  return actor.login;
+}
+
+export function actorType(typename: string | null | undefined): AuthorType {
+  if (typename === 'Bot' || typename === 'Organization') return typename;
+  return 'User';
+}
+
+export function checkStatus(value: string): CheckStatus {
+  const lower = value.toLowerCase() as CheckStatus;
+  return CHECK_STATUSES.includes(lower) ? lower : 'pending';
+}
+
+export function checkConclusion(value: string | null): CheckConclusion | null {
+  if (value === null) return null;
+  const lower = value.toLowerCase() as CheckConclusion;
+  // An unknown conclusion must never read as success: keep it as a failure-class value.
+  return CONCLUSIONS.includes(lower) ? lower : 'error';
+}
+
+export function mapCheckRun(run: GqlCheckRun, headSha: string): ForgeCheck {
+  const status = checkStatus(run.status);
+  return {
+    kind: 'check_run',
+    name: run.name,
+    workflow: run.checkSuite?.workflowRun?.workflow.name ?? run.checkSuite?.app?.name ?? null,
+    status,
+    conclusion: status === 'completed' ? checkConclusion(run.conclusion) : null,
+    startedAt: run.startedAt,
+    completedAt: run.completedAt,
+    url: run.detailsUrl,
+    headSha,
+  };
+}
+
+/** Commit status states: EXPECTED and PENDING wait; SUCCESS, FAILURE and ERROR are terminal. */
+export function mapStatusContext(status: GqlStatusContext, headSha: string): ForgeCheck {
+  const state = status.state.toUpperCase();
+  const terminal: Record<string, CheckConclusion> = { SUCCESS: 'success', FAILURE: 'failure', ERROR: 'error' };
+  const conclusion = terminal[state] ?? null;
+  return {
+    kind: 'status',
+    name: status.context,
+    workflow: null,
+    status: conclusion === null ? 'pending' : 'completed',
+    conclusion,
+    startedAt: status.createdAt,
+    completedAt: conclusion === null ? null : status.createdAt,
+    url: status.targetUrl,
+    headSha,
+  };
+}
+
+export function mapCheckContext(context: GqlCheckContext, headSha: string): ForgeCheck {
+  return context.__typename === 'CheckRun' ? mapCheckRun(context, headSha) : mapStatusContext(context, headSha);
+}
+
+export function mapComment(comment: GqlComment): ForgeComment | null {
+  if (comment.databaseId === null) return null;
+  return {
+    id: String(comment.databaseId),
+    author: actorLogin(comment.author),
+    authorType: actorType(comment.author?.__typename),
+    body: comment.body,
+    createdAt: comment.createdAt,
+    updatedAt: comment.updatedAt,
+  };
+}
+
+export function changeState(pr: Pick<GqlPullRequest, 'state' | 'merged'>): ChangeState {
+  if (pr.merged || pr.state === 'MERGED') return 'merged';
+  return pr.state === 'OPEN' ? 'open' : 'closed';
+}
+
+export function mergeable(value: string): Mergeable {
+  return value === 'MERGEABLE' || value === 'CONFLICTING' ? value : 'UNKNOWN';
+}
+
+/** GraphQL also knows DRAFT, which blocks a merge; the draft flag carries the reason. */
+export function mergeStateStatus(value: string): MergeStateStatus {
+  if (value === 'DRAFT') return 'BLOCKED';
+  return MERGE_STATES.includes(value as MergeStateStatus) ? (value as MergeStateStatus) : 'UNKNOWN';
+}
+
+export interface SnapshotParts {
+  readonly pr: GqlPullRequest;
+  readonly checkHeadSha: string;
+  readonly contexts: readonly GqlCheckContext[];
+  readonly comments: readonly GqlComment[];
+  readonly authorPermission: RepoPermission;
+}
+
+export function buildSnapshot(parts: SnapshotParts): ChangeSnapshot {
+  const { pr } = parts;
+  const comments = parts.comments.map(mapComment).filter((c): c is ForgeComment => c !== null);
+  const state = changeState(pr);
+  return {
+    id: String(pr.number),
+    number: pr.number,
+    title: pr.title,
+    state,
+    draft: pr.isDraft,
+    base: { ref: pr.baseRefName, sha: pr.baseRefOid },
+    head: { ref: pr.headRefName, sha: pr.headRefOid },
+    author: { login: actorLogin(pr.author), permission: parts.authorPermission },
+    mergeable: mergeable(pr.mergeable),
+    mergeStateStatus: mergeStateStatus(pr.mergeStateStatus),
+    labels: (pr.labels?.nodes ?? []).flatMap((label) => (label === null ? [] : [label.name])),
+    checks: parts.contexts.map((context) => mapCheckContext(context, parts.checkHeadSha)),
+    comments,
+    mergeCommitSha: state === 'merged' ? (pr.mergeCommit?.oid ?? null) : null,
+    url: pr.url,
+  };
+}
+
+/** REST permission answer to the port's scale: role_name knows maintain and triage, permission does not. */
+export function repoPermission(roleName: string | undefined, permission: string | undefined): RepoPermission {
+  const known: readonly RepoPermission[] = ['admin', 'maintain', 'write', 'triage', 'read', 'none'];
+  if (roleName !== undefined && known.includes(roleName as RepoPermission)) return roleName as RepoPermission;
+  if (permission !== undefined && known.includes(permission as RepoPermission)) return permission as RepoPermission;
+  return 'none';
+}

@@ -1,0 +1,158 @@
+/**
+ * The one GraphQL query a pull request snapshot takes, and the shape of its
+ * answer. The same query pages on (checks after a cursor, older comments
+ * before a cursor) only when a pull request has more than a page of either.
+ */
+
+export const SNAPSHOT_OPERATION = 'ProofgateChangeSnapshot';
+
+export const SNAPSHOT_QUERY = `query ${SNAPSHOT_OPERATION}($owner: String!, $repo: String!, $number: Int!, $checks: Int!, $checksAfter: String, $comments: Int!, $commentsBefore: String) {
+  repository(owner: $owner, name: $repo) {
+    pullRequest(number: $number) {
+      number
+      title
+      url
+      state
+      isDraft
+      merged
+      mergeCommit { oid }
+      baseRefName
+      baseRefOid
+      headRefName
+      headRefOid
+      author { __typename login }
+      mergeable
+      mergeStateStatus
+      labels(first: 100) { nodes { name } }
+      commits(last: 1) {
+        nodes {
+          commit {
+            oid
+            statusCheckRollup {
+              contexts(first: $checks, after: $checksAfter) {
+                pageInfo { hasNextPage endCursor }
+                nodes {
+                  __typename
+                  ... on CheckRun {
+                    databaseId
+                    name
+                    status
+                    conclusion
+                    startedAt
+                    completedAt
+                    detailsUrl
+                    checkSuite { app { name } workflowRun { workflow { name } } }
+                  }
+                  ... on StatusContext {
+                    context
+                    state
+                    targetUrl
+                    createdAt
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+      comments(last: $comments, before: $commentsBefore) {
+        pageInfo { hasPreviousPage startCursor }
+        nodes {
+          databaseId
+          author { __typename login }
+          body
+          createdAt
+          updatedAt
+        }
+      }
+    }
+  }
+}`;
+
+export interface SnapshotVariables {
+  readonly owner: string;
+  readonly repo: string;
+  readonly number: number;
+  readonly checks: number;
+  readonly checksAfter: string | null;
+  readonly comments: number;
+  readonly commentsBefore: string | null;
+  readonly [key: string]: unknown;
+}
+
+export interface GqlActor {
+  readonly __typename: string;
+  readonly login: string;
+}
+
+export interface GqlCheckRun {
+  readonly __typename: 'CheckRun';
+  readonly databaseId: number | null;
+  readonly name: string;
+  readonly status: string;
+  readonly conclusion: string | null;
+  readonly startedAt: string | null;
+  readonly completedAt: string | null;
+  readonly detailsUrl: string | null;
+  readonly checkSuite: {
+    readonly app: { readonly name: string } | null;
+    readonly workflowRun: { readonly workflow: { readonly name: string } } | null;
+  } | null;
+}
+
+export interface GqlStatusContext {
+  readonly __typename: 'StatusContext';
+  readonly context: string;
+  readonly state: string;
+  readonly targetUrl: string | null;
+  readonly createdAt: string;
+}
+
+export type GqlCheckContext = GqlCheckRun | GqlStatusContext;
+
+export interface GqlComment {
+  readonly databaseId: number | null;
+  readonly author: GqlActor | null;
+  readonly body: string;
+  readonly createdAt: string;
+  readonly updatedAt: string;
+}
+
+export interface GqlPullRequest {
+  readonly number: number;
+  readonly title: string;
+  readonly url: string;
+  readonly state: string;
+  readonly isDraft: boolean;
+  readonly merged: boolean;
+  readonly mergeCommit: { readonly oid: string } | null;
+  readonly baseRefName: string;
+  readonly baseRefOid: string;
+  readonly headRefName: string;
+  readonly headRefOid: string;
+  readonly author: GqlActor | null;
+  readonly mergeable: string;
+  readonly mergeStateStatus: string;
+  readonly labels: { readonly nodes: readonly ({ readonly name: string } | null)[] } | null;
+  readonly commits: {
+    readonly nodes: readonly ({
+      readonly commit: {
+        readonly oid: string;
+        readonly statusCheckRollup: {
+          readonly contexts: {
+            readonly pageInfo: { readonly hasNextPage: boolean; readonly endCursor: string | null };
+            readonly nodes: readonly (GqlCheckContext | null)[];
+          };
+        } | null;
+      };
+    } | null)[];
+  };
+  readonly comments: {
+    readonly pageInfo: { readonly hasPreviousPage: boolean; readonly startCursor: string | null };
+    readonly nodes: readonly (GqlComment | null)[];
+  };
+}
+
+export interface SnapshotResponse {
+  readonly repository: { readonly pullRequest: GqlPullRequest | null } | null;
+}

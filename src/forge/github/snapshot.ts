@@ -1,0 +1,110 @@
+/**
+ * Reads a pull request snapshot: one GraphQL query (more pages of the same
+ * query only beyond `pageSize` checks or comments) plus one REST call for the
+ * author's permission, which GraphQL does not expose to an App.
+ */
+import type { Octokit } from '@octokit/core';
+import { ProofgateError } from '../../core/errors.js';
+import type { ChangeSnapshot, RepoPermission } from '../port.js';
+import { forgeError } from './errors.js';
+import { buildSnapshot } from './snapshot-mapping.js';
+import {
+  SNAPSHOT_QUERY,
+  type GqlCheckContext,
+  type GqlComment,
+  type GqlPullRequest,
+  type SnapshotResponse,
+  type SnapshotVariables,
+} from './snapshot-query.js';
+
+export interface SnapshotTarget {
+  readonly octokit: Octokit;
+  readonly owner: string;
+  readonly repo: string;
+  readonly pageSize: number;
+  permission(login: string): Promise<RepoPermission>;
+}
+
+/** A head that moves between pages restarts the read; after this many tries the read fails. */
+const MAX_ATTEMPTS = 3;
+
+export async function readSnapshot(target: SnapshotTarget, number: number): Promise<ChangeSnapshot> {
+  for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
+    const pages = await readPages(target, number);
+    if (pages === null) continue;
+    const login = pages.pr.author === null ? null : pages.pr.author.login;
+    const permission = login === null || pages.pr.author?.__typename !== 'User' ? 'none' : await target.permission(login);
+    return buildSnapshot({ ...pages, authorPermission: permission });
+  }
+  throw new ProofgateError('FORGE_API', `pull request #${number} kept moving while it was read`, { number });
+}
+
+interface Pages {
+  readonly pr: GqlPullRequest;
+  readonly checkHeadSha: string;
+  readonly contexts: GqlCheckContext[];
+  readonly comments: GqlComment[];
+}
+
+/** Pages beyond this many mean a runaway answer, not a real pull request. */
+const MAX_PAGES = 50;
+
+async function readPages(target: SnapshotTarget, number: number): Promise<Pages | null> {
+  const cursor = { checks: null as string | null, checksMore: true, comments: null as string | null, commentsMore: true };
+  let first: Pages | null = null;
+  for (let page = 0; page < MAX_PAGES; page++) {
+    const pr = await query(target, {
+      owner: target.owner,
+      repo: target.repo,
+      number,
+      checks: target.pageSize,
+      checksAfter: cursor.checks,
+      comments: target.pageSize,
+      commentsBefore: cursor.comments,
+    });
+    const commit = pr.commits.nodes[0]?.commit ?? null;
+    const rollup = commit?.statusCheckRollup?.contexts ?? null;
+    const contexts = (rollup?.nodes ?? []).filter((c): c is GqlCheckContext => c !== null);
+    const comments = pr.comments.nodes.filter((c): c is GqlComment => c !== null);
+    if (first === null) {
+      first = { pr, checkHeadSha: commit?.oid ?? pr.headRefOid, contexts, comments };
+    } else {
+      if (pr.headRefOid !== first.pr.headRefOid) return null;
+      if (cursor.checksMore) first.contexts.push(...contexts);
+      if (cursor.commentsMore) first.comments.unshift(...comments);
+    }
+    if (cursor.checksMore) {
+      cursor.checksMore = rollup?.pageInfo.hasNextPage === true && rollup.pageInfo.endCursor !== null;
+      cursor.checks = rollup?.pageInfo.endCursor ?? cursor.checks;
+    }
+    if (cursor.commentsMore) {
+      cursor.commentsMore = pr.comments.pageInfo.hasPreviousPage && pr.comments.pageInfo.startCursor !== null;
+      cursor.comments = pr.comments.pageInfo.startCursor ?? cursor.comments;
+    }
+    if (!cursor.checksMore && !cursor.commentsMore) return first;
+  }
+  throw new ProofgateError('FORGE_API', `pull request #${number}: more than ${MAX_PAGES} pages of checks or comments`, { number });
+}
+
+async function query(target: SnapshotTarget, variables: SnapshotVariables): Promise<GqlPullRequest> {
+  let response: SnapshotResponse;
+  try {
+    response = await target.octokit.graphql<SnapshotResponse>(SNAPSHOT_QUERY, variables);
+  } catch (error) {
+    if (isGraphqlNotFound(error)) {
+      throw new ProofgateError('NOT_FOUND', `pull request #${variables.number} not found in ${target.owner}/${target.repo}`, { number: variables.number });
+    }
+    throw forgeError('snapshot query', error);
+  }
+  const pr = response.repository?.pullRequest ?? null;
+  if (pr === null) {
+    throw new ProofgateError('NOT_FOUND', `pull request #${variables.number} not found in ${target.owner}/${target.repo}`, { number: variables.number });
+  }
+  return pr;
+}
+
+function isGraphqlNotFound(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false;
+  const errors = (error as { errors?: unknown }).errors;
+  return Array.isArray(errors) && errors.some((e) => typeof e === 'object' && e !== null && (e as { type?: unknown }).type === 'NOT_FOUND');
+}

@@ -1,0 +1,3 @@
+export * from './port.js';
+export * from './local/index.js';
+export * from './github/index.js';

@@ -1,0 +1,187 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ProofgateError, isProofgateError, newId, type Clock } from '../../core/index.js';
+import { redactFreeText } from '../../storage/index.js';
+import type { ArtifactRef } from '../../storage/ports.js';
+import type { RepoCheck, RepoConfig } from '../../contracts/repo-config.js';
+import type { CheckConclusion } from '../port.js';
+import { runCheckProcess, type CheckProcessResult } from './check-process.js';
+import { checksStream } from './records.js';
+import type { GitRepository } from './repository.js';
+import type { LocalForgeStore } from './store.js';
+
+/** Progress of `checks run`, one call per state change of a check. */
+export type CheckProgress =
+  | { readonly phase: 'queued'; readonly name: string; readonly checkRunId: string; readonly headSha: string }
+  | { readonly phase: 'started'; readonly name: string; readonly checkRunId: string; readonly headSha: string }
+  | { readonly phase: 'completed'; readonly result: CheckRunResult };
+
+export interface CheckRunResult {
+  readonly checkRunId: string;
+  readonly name: string;
+  readonly headSha: string;
+  readonly conclusion: CheckConclusion;
+  readonly exitCode: number | null;
+  readonly durationMs: number;
+  readonly outputBytes: number;
+  readonly outputTruncated: boolean;
+  /** `artifact://<namespace>/<checkRunId>/sha256:<hex>`, or null when the check printed nothing. */
+  readonly outputUrl: string | null;
+}
+
+export interface RunChecksContext {
+  readonly repo: GitRepository;
+  readonly store: LocalForgeStore;
+  readonly clock: Clock;
+  readonly outputCapBytes: number;
+}
+
+export interface RunChecksRequest {
+  readonly changeId: string;
+  readonly headSha: string;
+  readonly config: RepoConfig;
+  readonly onProgress?: (progress: CheckProgress) => void;
+}
+
+function conclusionOf(result: CheckProcessResult): CheckConclusion {
+  if (result.timedOut) return 'timed_out';
+  if (result.startError !== null) return 'startup_failure';
+  return result.exitCode === 0 ? 'success' : 'failure';
+}
+
+function describeEnd(result: CheckProcessResult, check: RepoCheck): string {
+  if (result.timedOut) return `\n[proofgate] timed out after ${check.timeoutSeconds}s; process group killed\n`;
+  if (result.startError !== null) return `\n[proofgate] could not start: ${result.startError}\n`;
+  if (result.truncated) return '\n[proofgate] output truncated at the cap\n';
+  return '';
+}
+
+/** Run `command` in a disposable detached worktree of `sha`; the worktree is removed in every case. */
+async function runInWorktree(context: RunChecksContext, check: RepoCheck, sha: string): Promise<CheckProcessResult> {
+  const dir = await mkdtemp(join(tmpdir(), 'proofgate-check-'));
+  try {
+    try {
+      await context.repo.addWorktree(dir, sha);
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      return { exitCode: null, signal: null, timedOut: false, startError: `worktree: ${message}`, output: Buffer.alloc(0), truncated: false, durationMs: 0 };
+    }
+    return await runCheckProcess({
+      command: typeof check.run === 'string' ? check.run : [...check.run],
+      cwd: dir,
+      timeoutMs: check.timeoutSeconds * 1000,
+      outputCapBytes: context.outputCapBytes,
+      env: { CI: 'true', PROOFGATE_CHECK_NAME: check.name, PROOFGATE_HEAD_SHA: sha },
+    });
+  } finally {
+    await context.repo.removeWorktree(dir);
+    await rm(dir, { recursive: true, force: true }).catch(() => undefined);
+  }
+}
+
+const WITHHELD = '[proofgate] output withheld: it contained a configured secret\n';
+
+/** Store check output (secret-looking fragments already redacted); output holding a known secret is replaced by a notice. */
+async function storeOutput(context: RunChecksContext, scope: { namespace: string; runId: string }, text: string): Promise<ArtifactRef> {
+  const meta = { mediaType: 'text/plain; charset=utf-8', purpose: 'check-output' };
+  const { artifactStore } = context.store.storage;
+  try {
+    return await artifactStore.write(scope, new Uint8Array(Buffer.from(text, 'utf8')), meta);
+  } catch (error) {
+    if (!isProofgateError(error, 'KNOWN_SECRET')) throw error;
+    return artifactStore.write(scope, new Uint8Array(Buffer.from(WITHHELD, 'utf8')), meta);
+  }
+}
+
+async function runOneCheck(context: RunChecksContext, request: RunChecksRequest, check: RepoCheck, checkRunId: string): Promise<CheckRunResult> {
+  const { store, clock } = context;
+  const stream = checksStream(request.headSha);
+  const startedAt = clock.now().toISOString();
+  await store.append(stream, [{ type: 'check-started', data: { checkRunId, at: startedAt } }]);
+  request.onProgress?.({ phase: 'started', name: check.name, checkRunId, headSha: request.headSha });
+  const outcome = await runInWorktree(context, check, request.headSha);
+  const outputText = redactFreeText(outcome.output.toString('utf8')) + describeEnd(outcome, check);
+  let output: { digest: string; bytes: number; truncated: boolean; url: string } | null = null;
+  if (outputText.length > 0) {
+    const scope = { namespace: store.storage.namespace, runId: checkRunId };
+    const ref = await storeOutput(context, scope, outputText);
+    output = { digest: ref.digest, bytes: ref.byteLength, truncated: outcome.truncated, url: `artifact://${scope.namespace}/${checkRunId}/${ref.digest}` };
+  }
+  const conclusion = conclusionOf(outcome);
+  const data = {
+    checkRunId,
+    name: check.name,
+    headSha: request.headSha,
+    changeIds: [request.changeId],
+    startedAt,
+    conclusion,
+    at: clock.now().toISOString(),
+    exitCode: outcome.exitCode,
+    signal: outcome.signal,
+    durationMs: outcome.durationMs,
+    output,
+  };
+  await store.append(stream, [{ type: 'check-completed', data }]);
+  return {
+    checkRunId,
+    name: check.name,
+    headSha: request.headSha,
+    conclusion,
+    exitCode: outcome.exitCode,
+    durationMs: outcome.durationMs,
+    outputBytes: output?.bytes ?? 0,
+    outputTruncated: outcome.truncated,
+    outputUrl: output?.url ?? null,
+  };
+}
+
+/**
+ * Run every configured check at exactly `headSha`, one after another. All are
+ * recorded `queued` first, then `in_progress`, then `completed` with a
+ * conclusion; output is stored as an artifact (scope: the check run id).
+ */
+export async function runChecks(context: RunChecksContext, request: RunChecksRequest): Promise<CheckRunResult[]> {
+  const { store, clock } = context;
+  const stream = checksStream(request.headSha);
+  const planned = request.config.checks.map((check) => ({ check, checkRunId: newId('chk') }));
+  if (planned.length === 0) return [];
+  const queuedAt = clock.now().toISOString();
+  await store.append(
+    stream,
+    planned.map(({ check, checkRunId }) => ({ type: 'check-queued' as const, data: { checkRunId, name: check.name, headSha: request.headSha, at: queuedAt } })),
+  );
+  for (const { check, checkRunId } of planned) request.onProgress?.({ phase: 'queued', name: check.name, checkRunId, headSha: request.headSha });
+
+  const results: CheckRunResult[] = [];
+  try {
+    for (const { check, checkRunId } of planned) {
+      const result = await runOneCheck(context, request, check, checkRunId);
+      results.push(result);
+      request.onProgress?.({ phase: 'completed', result });
+    }
+  } catch (error) {
+    // Leave no run queued or in progress forever: close what is left as `error`, then report.
+    const done = new Set(results.map((result) => result.checkRunId));
+    const left = planned.filter((entry) => !done.has(entry.checkRunId));
+    const at = clock.now().toISOString();
+    await store
+      .append(
+        stream,
+        left.map(({ check, checkRunId }) => ({
+          type: 'check-completed' as const,
+          data: { checkRunId, name: check.name, headSha: request.headSha, changeIds: [request.changeId], startedAt: null, conclusion: 'error' as const, at, exitCode: null, signal: null, durationMs: 0, output: null },
+        })),
+      )
+      .catch(() => undefined);
+    throw error;
+  }
+  return results;
+}
+
+/** Parse an `artifact://<namespace>/<checkRunId>/sha256:<hex>` output url. */
+export function parseOutputUrl(url: string): { namespace: string; runId: string; digest: `sha256:${string}` } {
+  const match = /^artifact:\/\/([^/]+)\/([^/]+)\/(sha256:[0-9a-f]{64})$/.exec(url);
+  if (match === null) throw new ProofgateError('INVALID_INPUT', `not a check output url: ${url}`);
+  return { namespace: match[1] ?? '', runId: match[2] ?? '', digest: match[3] as `sha256:${string}` };
+}

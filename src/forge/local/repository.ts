@@ -1,0 +1,180 @@
+import { stat } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { ProofgateError, isProofgateError } from '../../core/index.js';
+import { gitText, runGit, type GitOptions } from './git.js';
+
+/** The typed git operations the local forge needs, on one repository. */
+
+const ZERO_OID = '0000000000000000000000000000000000000000';
+const OID_PATTERN = /^[0-9a-f]{40}([0-9a-f]{24})?$/;
+
+export interface MergeTreeResult {
+  /** True when the merge has no conflicts. */
+  readonly clean: boolean;
+  /** The merged tree (with conflict markers when not clean). */
+  readonly tree: string;
+  readonly conflictedPaths: readonly string[];
+}
+
+export interface CommitIdentity {
+  readonly name: string;
+  readonly email: string;
+  readonly date?: string;
+}
+
+export class GitRepository {
+  /** Directory git runs in: the work tree top level, or the git dir of a bare repository. */
+  readonly root: string;
+  /** The common git directory (shared by all worktrees). */
+  readonly commonDir: string;
+
+  private constructor(root: string, commonDir: string) {
+    this.root = root;
+    this.commonDir = commonDir;
+  }
+
+  /** Open the repository that contains `dir`; a path that is not in a git repository is one clear `GIT` error. */
+  static async open(dir: string): Promise<GitRepository> {
+    const absolute = resolve(dir);
+    const info = await stat(absolute).catch(() => null);
+    if (info === null || !info.isDirectory()) {
+      throw new ProofgateError('GIT', `not a git repository: ${absolute} (no such directory)`, { path: absolute });
+    }
+    let commonDir: string;
+    try {
+      commonDir = await gitText(absolute, ['rev-parse', '--path-format=absolute', '--git-common-dir']);
+    } catch (error) {
+      if (isProofgateError(error, 'GIT')) throw new ProofgateError('GIT', `not a git repository: ${absolute}`, { path: absolute });
+      throw error;
+    }
+    // A bare repository (or a path inside the git dir) has no top level: git runs in the git dir then.
+    const topLevel = await runGit(absolute, ['rev-parse', '--show-toplevel'], { okExitCodes: [128] });
+    const top = topLevel.stdout.toString('utf8').trim();
+    const root = topLevel.exitCode === 0 && top !== '' ? top : commonDir;
+    return new GitRepository(root, commonDir);
+  }
+
+  git(args: readonly string[], options?: GitOptions) {
+    return runGit(this.root, args, options);
+  }
+
+  text(args: readonly string[], options?: GitOptions): Promise<string> {
+    return gitText(this.root, args, options);
+  }
+
+  /** True when `name` is a valid branch name. */
+  async isValidBranchName(name: string): Promise<boolean> {
+    if (name.startsWith('-')) return false;
+    const result = await this.git(['check-ref-format', `refs/heads/${name}`], { okExitCodes: [1] });
+    return result.exitCode === 0;
+  }
+
+  /** The commit a branch points to, or null when the branch does not exist. */
+  async branchSha(branch: string): Promise<string | null> {
+    if (!(await this.isValidBranchName(branch))) return null;
+    const result = await this.git(['rev-parse', '--verify', '--quiet', `refs/heads/${branch}^{commit}`], { okExitCodes: [1] });
+    return result.exitCode === 0 ? result.stdout.toString('utf8').trim() : null;
+  }
+
+  /** The commit a branch points to; a missing branch is a `NOT_FOUND` error. */
+  async requireBranch(branch: string): Promise<string> {
+    const sha = await this.branchSha(branch);
+    if (sha === null) throw new ProofgateError('NOT_FOUND', `no branch "${branch}" in ${this.root}`, { branch });
+    return sha;
+  }
+
+  /** Resolve any revision (branch, tag, sha) to a commit, or null. */
+  async resolveCommit(rev: string): Promise<string | null> {
+    if (rev.startsWith('-')) return null;
+    const result = await this.git(['rev-parse', '--verify', '--quiet', '--end-of-options', `${rev}^{commit}`], { okExitCodes: [1, 128] });
+    return result.exitCode === 0 ? result.stdout.toString('utf8').trim() : null;
+  }
+
+  async isAncestor(ancestor: string, descendant: string): Promise<boolean> {
+    const result = await this.git(['merge-base', '--is-ancestor', ancestor, descendant], { okExitCodes: [1] });
+    return result.exitCode === 0;
+  }
+
+  /** The best common ancestor, or null for unrelated histories. */
+  async mergeBase(a: string, b: string): Promise<string | null> {
+    const result = await this.git(['merge-base', a, b], { okExitCodes: [1] });
+    return result.exitCode === 0 ? result.stdout.toString('utf8').trim() : null;
+  }
+
+  /** `git merge-tree --write-tree`: merge two commits without touching any work tree or ref. */
+  async mergeTree(base: string, head: string): Promise<MergeTreeResult> {
+    const result = await this.git(['merge-tree', '--write-tree', '--name-only', '--no-messages', base, head], { okExitCodes: [1] });
+    const [tree = '', ...rest] = result.stdout.toString('utf8').split('\n');
+    if (!OID_PATTERN.test(tree)) throw new ProofgateError('GIT', `git merge-tree gave no tree for ${base} and ${head}`);
+    return { clean: result.exitCode === 0, tree, conflictedPaths: rest.filter((line) => line !== '') };
+  }
+
+  /** Create a commit object for `tree` with the given parents. */
+  async commitTree(tree: string, parents: readonly string[], message: string, author: CommitIdentity, committer: CommitIdentity): Promise<string> {
+    const env: Record<string, string> = {
+      GIT_AUTHOR_NAME: author.name,
+      GIT_AUTHOR_EMAIL: author.email,
+      GIT_COMMITTER_NAME: committer.name,
+      GIT_COMMITTER_EMAIL: committer.email,
+    };
+    if (author.date !== undefined) env.GIT_AUTHOR_DATE = author.date;
+    if (committer.date !== undefined) env.GIT_COMMITTER_DATE = committer.date;
+    const args = ['commit-tree', tree, ...parents.flatMap((parent) => ['-p', parent]), '-F', '-'];
+    return this.text(args, { input: message, env });
+  }
+
+  /**
+   * Compare-and-swap a ref: move `ref` to `newSha` only while it still points to
+   * `expectedOld` (null: only while it does not exist). Returns false when the
+   * ref was elsewhere; other failures are `GIT` errors.
+   */
+  async compareAndSwapRef(ref: string, newSha: string, expectedOld: string | null, reason: string): Promise<boolean> {
+    const result = await this.git(['update-ref', '-m', reason, ref, newSha, expectedOld ?? ZERO_OID], { okExitCodes: [1, 128] });
+    if (result.exitCode === 0) return true;
+    const current = await this.git(['rev-parse', '--verify', '--quiet', ref], { okExitCodes: [1] });
+    const now = current.exitCode === 0 ? current.stdout.toString('utf8').trim() : null;
+    if (now !== expectedOld) return false;
+    throw new ProofgateError('GIT', `git update-ref ${ref} failed: ${result.stderr.trim().split('\n')[0] ?? ''}`, { ref });
+  }
+
+  /** Bytes of the file at `path` in `commit`, or null when there is no such file (or it is not a regular file). */
+  async readBlob(commit: string, path: string): Promise<Uint8Array | null> {
+    const clean = path.replace(/^\/+/, '');
+    if (clean === '') return null;
+    const listing = await this.git(['ls-tree', '--full-tree', '-z', commit, '--', clean]);
+    const entry = listing.stdout.toString('utf8').split('\0')[0] ?? '';
+    const match = /^(\d+) (\w+) ([0-9a-f]+)\t(.*)$/s.exec(entry);
+    if (match === null || match[2] !== 'blob' || match[4] !== clean) return null;
+    const blob = await this.git(['cat-file', 'blob', match[3] ?? '']);
+    return new Uint8Array(blob.stdout);
+  }
+
+  /** The tree of a commit. */
+  treeOf(commit: string): Promise<string> {
+    return this.text(['rev-parse', '--verify', `${commit}^{tree}`]);
+  }
+
+  /** `git config --get key`, or null when unset. */
+  async configValue(key: string): Promise<string | null> {
+    const result = await this.git(['config', '--get', key], { okExitCodes: [1] });
+    const value = result.stdout.toString('utf8').trim();
+    return result.exitCode === 0 && value !== '' ? value : null;
+  }
+
+  /** Author name and email of a commit. */
+  async commitAuthor(commit: string): Promise<CommitIdentity> {
+    const text = await this.text(['log', '-1', '--format=%an%x00%ae', commit]);
+    const [name = 'unknown', email = 'unknown@localhost'] = text.split('\0');
+    return { name, email };
+  }
+
+  async addWorktree(path: string, commit: string): Promise<void> {
+    await this.git(['worktree', 'add', '--detach', '--force', path, commit]);
+  }
+
+  /** Remove a worktree; never throws (a leftover is pruned on the next call). */
+  async removeWorktree(path: string): Promise<void> {
+    await this.git(['worktree', 'remove', '--force', '--force', path], { okExitCodes: [128] }).catch(() => undefined);
+    await this.git(['worktree', 'prune']).catch(() => undefined);
+  }
+}

@@ -1,0 +1,177 @@
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { ForgeEvent } from '../../src/forge/port.js';
+import { parseOutputUrl, type CheckProgress } from '../../src/forge/local/index.js';
+import { localFixture, type LocalFixture } from './local-support.js';
+
+let fixture: LocalFixture | undefined;
+const scratch: string[] = [];
+afterEach(async () => {
+  await fixture?.cleanup();
+  fixture = undefined;
+  for (const dir of scratch.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+function yamlChecks(checks: Array<{ name: string; run: string; timeoutSeconds?: number }>): string {
+  const lines = ['checks:'];
+  for (const check of checks) {
+    lines.push(`  - name: ${check.name}`, `    run: ${JSON.stringify(check.run)}`);
+    if (check.timeoutSeconds !== undefined) lines.push(`    timeoutSeconds: ${check.timeoutSeconds}`);
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+/** True while `pid` is a live process (a zombie waiting to be reaped does not count). */
+function isRunning(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return !/^\d+ \(.*\) [ZX]/s.test(stat);
+  } catch {
+    return false;
+  }
+}
+
+describe('local forge: checks run', () => {
+  it('runs each configured check at the exact head, records the runs and keeps the output', async () => {
+    const config = yamlChecks([
+      { name: 'exact-head', run: 'test "$(git rev-parse HEAD)" = "$PROOFGATE_HEAD_SHA" && test -f feature.txt && echo "at $PROOFGATE_HEAD_SHA"' },
+      { name: 'fails', run: 'echo broken >&2; exit 3' },
+    ]);
+    fixture = await localFixture(config, { outputCapBytes: 4096 });
+    const { forge, repo } = fixture;
+    const change = await forge.openChange({ head: 'feature', base: 'main' });
+    expect(change).toMatchObject({ mergeStateStatus: 'BLOCKED', checks: [] });
+    const progress: string[] = [];
+    const events: ForgeEvent[] = [];
+    forge.onEvent((event) => events.push(event));
+    const run = await forge.runChecks(change.id, { onProgress: (entry: CheckProgress) => progress.push(entry.phase === 'completed' ? `done ${entry.result.name}` : `${entry.phase} ${entry.name}`) });
+    expect(progress).toEqual(['queued exact-head', 'queued fails', 'started exact-head', 'done exact-head', 'started fails', 'done fails']);
+    expect(run.headSha).toBe(change.head.sha);
+    expect(run.results.map((result) => [result.name, result.conclusion, result.exitCode])).toEqual([
+      ['exact-head', 'success', 0],
+      ['fails', 'failure', 3],
+    ]);
+    const snapshot = await forge.snapshot(change.id);
+    expect(snapshot.checks.map((check) => [check.name, check.status, check.conclusion, check.headSha])).toEqual([
+      ['exact-head', 'completed', 'success', change.head.sha],
+      ['fails', 'completed', 'failure', change.head.sha],
+    ]);
+    expect(snapshot.mergeStateStatus).toBe('BLOCKED');
+    const url = run.results[0]?.outputUrl ?? '';
+    const { runId, digest } = parseOutputUrl(url);
+    const bytes = await forge.store.storage.artifactStore.read({ namespace: forge.store.storage.namespace, runId }, digest);
+    expect(Buffer.from(bytes).toString()).toBe(`at ${change.head.sha}\n`);
+    expect(snapshot.checks[0]?.url).toBe(url);
+    const completed = events.filter((event) => event.kind === 'check-completed');
+    expect(completed.map((event) => event.kind === 'check-completed' && [event.check.name, event.check.conclusion, event.changeIds, event.headSha])).toEqual([
+      ['exact-head', 'success', [change.id], change.head.sha],
+      ['fails', 'failure', [change.id], change.head.sha],
+    ]);
+    expect(repo.git(['worktree', 'list', '--porcelain']).split('\n').filter((line) => line.startsWith('worktree '))).toHaveLength(1);
+  });
+
+  it('kills a check that runs past its timeout, with everything it started', async () => {
+    const marks = mkdtempSync(join(tmpdir(), 'proofgate-check-marks-'));
+    scratch.push(marks);
+    const run = `sleep 30 & echo $! > ${marks}/child.pid; wait`;
+    fixture = await localFixture(yamlChecks([{ name: 'slow', run, timeoutSeconds: 1 }]));
+    const { forge, repo } = fixture;
+    const change = await forge.openChange({ head: 'feature', base: 'main' });
+    const started = Date.now();
+    const { results } = await forge.runChecks(change.id);
+    expect(Date.now() - started).toBeLessThan(8000);
+    expect(results[0]).toMatchObject({ name: 'slow', conclusion: 'timed_out' });
+    const pid = Number(readFileSync(join(marks, 'child.pid'), 'utf8'));
+    expect(isRunning(pid)).toBe(false);
+    expect(repo.git(['worktree', 'list', '--porcelain']).split('\n').filter((line) => line.startsWith('worktree '))).toHaveLength(1);
+  });
+
+  it('caps the output it keeps and marks it truncated', async () => {
+    fixture = await localFixture(yamlChecks([{ name: 'noisy', run: 'yes proofgate | head -c 100000' }]), { outputCapBytes: 1000 });
+    const { forge } = fixture;
+    const change = await forge.openChange({ head: 'feature', base: 'main' });
+    const { results } = await forge.runChecks(change.id);
+    expect(results[0]).toMatchObject({ conclusion: 'success', outputTruncated: true });
+    const { runId, digest } = parseOutputUrl(results[0]?.outputUrl ?? '');
+    const text = Buffer.from(await forge.store.storage.artifactStore.read({ namespace: forge.store.storage.namespace, runId }, digest)).toString();
+    expect(text.startsWith('proofgate\n'.repeat(100))).toBe(true);
+    expect(text).toContain('[proofgate] output truncated at the cap');
+    expect(text.length).toBeLessThan(1100);
+  });
+
+  it('forgets results when the head moves, and is CLEAN once every check passed on the new head', async () => {
+    fixture = await localFixture(yamlChecks([{ name: 'ok', run: 'true' }]));
+    const { forge, repo } = fixture;
+    const change = await forge.openChange({ head: 'feature', base: 'main' });
+    await forge.runChecks(change.id);
+    expect(await forge.snapshot(change.id)).toMatchObject({ mergeStateStatus: 'CLEAN', checks: [{ name: 'ok', conclusion: 'success' }] });
+    const moved = repo.commit('feature', { 'more.txt': 'more\n' }, 'more work');
+    const after = await forge.snapshot(change.id);
+    expect(after).toMatchObject({ head: { sha: moved }, checks: [], mergeStateStatus: 'BLOCKED' });
+    await forge.runChecks(change.id);
+    const ready = await forge.snapshot(change.id);
+    expect(ready).toMatchObject({ mergeStateStatus: 'CLEAN' });
+    const merged = await forge.merge(change.id, { expectedHeadSha: moved, title: 'Merge', message: '' });
+    expect(repo.sha('main')).toBe(merged.sha);
+  });
+
+  it('runs only the checks of the base config, never checks the change adds', async () => {
+    const marks = mkdtempSync(join(tmpdir(), 'proofgate-check-marks-'));
+    scratch.push(marks);
+    fixture = await localFixture(yamlChecks([{ name: 'base-check', run: 'true' }]));
+    const { forge, repo } = fixture;
+    repo.commit('feature', { '.proofgate.yml': yamlChecks([{ name: 'sneaky', run: `touch ${marks}/pwned` }]) }, 'add my own check');
+    const change = await forge.openChange({ head: 'feature', base: 'main' });
+    const { results } = await forge.runChecks(change.id);
+    expect(results.map((result) => result.name)).toEqual(['base-check']);
+    expect(existsSync(join(marks, 'pwned'))).toBe(false);
+  });
+
+  it('reports a command that cannot start as startup_failure', async () => {
+    fixture = await localFixture('checks:\n  - name: missing\n    run: ["/nonexistent/proofgate-tool", "--x"]\n');
+    const { forge } = fixture;
+    const change = await forge.openChange({ head: 'feature', base: 'main' });
+    const { results } = await forge.runChecks(change.id);
+    expect(results[0]).toMatchObject({ name: 'missing', conclusion: 'startup_failure', exitCode: null });
+  });
+
+  it('shows queued and running checks, and only the latest run of each name', async () => {
+    fixture = await localFixture(yamlChecks([{ name: 'first', run: 'sleep 1' }, { name: 'second', run: 'true' }]));
+    const { forge } = fixture;
+    const change = await forge.openChange({ head: 'feature', base: 'main' });
+    let during: Promise<string> | undefined;
+    await forge.runChecks(change.id, {
+      onProgress: (progress) => {
+        if (progress.phase !== 'started' || progress.name !== 'first') return;
+        // Read while `first` runs (it sleeps 1 s), as another reader of the store would.
+        during = forge.snapshot(change.id).then((snapshot) => snapshot.checks.map((check) => `${check.name}:${check.status}`).join(','));
+      },
+    });
+    expect(await during).toBe('first:in_progress,second:queued');
+    await forge.runChecks(change.id);
+    const snapshot = await forge.snapshot(change.id);
+    expect(snapshot.checks.map((check) => `${check.name}:${check.status}`)).toEqual(['first:completed', 'second:completed']);
+  });
+
+  it('redacts secret-looking output and withholds output holding a known secret', async () => {
+    const config = yamlChecks([
+      { name: 'leaky', run: 'echo "api_key=abcdef123456"; echo fine' },
+      { name: 'known', run: 'echo "the value is hunter2-very-secret"' },
+    ]);
+    fixture = await localFixture(config, { knownSecrets: ['hunter2-very-secret'] });
+    const { forge } = fixture;
+    const change = await forge.openChange({ head: 'feature', base: 'main' });
+    const { results } = await forge.runChecks(change.id);
+    expect(results.map((result) => result.conclusion)).toEqual(['success', 'success']);
+    const texts = await Promise.all(
+      results.map(async (result) => {
+        const { runId, digest } = parseOutputUrl(result.outputUrl ?? '');
+        return Buffer.from(await forge.store.storage.artifactStore.read({ namespace: forge.store.storage.namespace, runId }, digest)).toString();
+      }),
+    );
+    expect(texts[0]).toBe('api_key=[redacted:assignment]\nfine\n');
+    expect(texts[1]).toBe('[proofgate] output withheld: it contained a configured secret\n');
+  });
+});

@@ -1,0 +1,88 @@
+import { describe, expect, it } from 'vitest';
+import { isProofgateError } from '../../src/core/index.js';
+import { maintainerPermission, parseRepoConfigYaml } from '../../src/contracts/repo-config.js';
+
+const SOURCE = 'main:.proofgate.yml';
+
+function configError(text: string): string {
+  try {
+    parseRepoConfigYaml(text, SOURCE);
+  } catch (error) {
+    if (isProofgateError(error, 'CONFIG')) return error.message;
+    throw error;
+  }
+  throw new Error('expected a CONFIG error');
+}
+
+describe('.proofgate.yml schema', () => {
+  it('gives defaults for an empty file', () => {
+    expect(parseRepoConfigYaml('', SOURCE)).toEqual({ checks: [], maintainers: [], requireUpToDate: false });
+  });
+
+  it('reads a full configuration', () => {
+    const text = [
+      'checks:',
+      '  - name: lint',
+      '    run: npm run lint',
+      '  - name: test',
+      '    run: [npm, test]',
+      '    timeoutSeconds: 120',
+      'maintainers:',
+      '  - alice',
+      '  - { login: bob, permission: admin }',
+      'requireUpToDate: true',
+      'review:',
+      '  lanes:',
+      '    - { id: rules, builtin: rules }',
+      'automerge:',
+      '  ignoredChecks: [Labeler]',
+      '  maxRepairsPerChange: 3',
+      '  maxRepairsPerHead: 1',
+      '  shepherdWaitMs: 600000',
+      '  shepherdPollMs: 15000',
+      '  transientWaitMs: 600000',
+      '  transientPollMs: 15000',
+      '  gate: [npm, run, gate]',
+      '  agentFix: { command: [fixer, --apply] }',
+      '',
+    ].join('\n');
+    const config = parseRepoConfigYaml(text, SOURCE);
+    expect(config.checks).toEqual([
+      { name: 'lint', run: 'npm run lint', timeoutSeconds: 600 },
+      { name: 'test', run: ['npm', 'test'], timeoutSeconds: 120 },
+    ]);
+    expect(config.requireUpToDate).toBe(true);
+    expect(config.review?.mode).toBe('fresh-context');
+    expect(config.automerge?.agentFix?.command).toEqual(['fixer', '--apply']);
+    expect(maintainerPermission(config, 'alice')).toBe('write');
+    expect(maintainerPermission(config, 'bob')).toBe('admin');
+    expect(maintainerPermission(config, 'carol')).toBeNull();
+  });
+
+  const bad: Array<[string, string, string]> = [
+    ['unknown top-level key', 'chekcs: []\n', 'unknown key chekcs'],
+    ['unknown automerge key', 'automerge:\n  maxRepairs: 2\n', 'unknown key automerge.maxRepairs'],
+    ['unknown agentFix key', 'automerge:\n  agentFix: { command: [x], shell: true }\n', 'unknown key automerge.agentFix.shell'],
+    ['negative cap', 'automerge:\n  maxRepairsPerHead: -1\n', 'automerge.maxRepairsPerHead:'],
+    ['zero poll interval', 'automerge:\n  shepherdPollMs: 0\n', 'automerge.shepherdPollMs:'],
+    ['gate as a string', 'automerge:\n  gate: make gate\n', 'automerge.gate:'],
+    ['empty agentFix command', 'automerge:\n  agentFix: { command: [] }\n', 'automerge.agentFix.command:'],
+    ['check without run', 'checks:\n  - name: lint\n', 'checks[0].run: is required'],
+    ['check timeout not a number', 'checks:\n  - { name: lint, run: x, timeoutSeconds: soon }\n', 'checks[0].timeoutSeconds:'],
+    ['duplicate check names', 'checks:\n  - { name: a, run: x }\n  - { name: a, run: y }\n', 'checks[1].name: duplicate check name "a"'],
+    ['bad maintainer permission', 'maintainers:\n  - { login: bob, permission: owner }\n', 'maintainers[0].permission:'],
+    ['unknown maintainer key', 'maintainers:\n  - { login: bob, role: admin }\n', 'unknown key maintainers[0].role'],
+    ['requireUpToDate as a string', 'requireUpToDate: "yes"\n', 'requireUpToDate:'],
+    ['bad review lane', 'review:\n  lanes:\n    - { id: x }\n', 'review.lanes[0]'],
+    ['top level list', '- a\n- b\n', 'the top level must be a mapping'],
+    ['not YAML', 'checks: [\n', 'not valid YAML'],
+    ['duplicate YAML key', 'requireUpToDate: true\nrequireUpToDate: false\n', 'not valid YAML'],
+  ];
+
+  it.each(bad)('refuses %s with one CONFIG error naming the key path', (_name, text, expected) => {
+    const message = configError(text);
+    expect(message.startsWith(`${SOURCE}: `)).toBe(true);
+    expect(message).toContain(expected);
+    expect(message).not.toContain('\n');
+  });
+});

@@ -1,0 +1,180 @@
+/**
+ * GraphQL resolvers over the repository model: the part of GitHub's schema
+ * proofgate's snapshot query reads (repository.pullRequest with commits,
+ * statusCheckRollup contexts, labels and comments), with GitHub's spelling
+ * (upper-case enums, bot logins without `[bot]`) and connection rules
+ * (first/last from 1 to 100, opaque cursors).
+ */
+import { GraphqlError, type Args, type Resolved } from './graphql.js';
+import type { ModelCheckRun, ModelComment, ModelPullRequest, ModelStatus, RepositoryModel } from './model.js';
+
+export function graphqlRoot(model: RepositoryModel, baseUrl: string): Resolved {
+  return {
+    __typename: 'Query',
+    repository: (args: Args, path: readonly string[]) => {
+      if (args.owner !== model.owner || args.name !== model.repo) {
+        throw new GraphqlError(`Could not resolve to a Repository with the name '${String(args.owner)}/${String(args.name)}'.`, { type: 'NOT_FOUND', path });
+      }
+      return repository(model, baseUrl);
+    },
+  };
+}
+
+function repository(model: RepositoryModel, baseUrl: string): Resolved {
+  return {
+    __typename: 'Repository',
+    name: model.repo,
+    pullRequest: (args: Args, path: readonly string[]) => {
+      const pr = model.pulls.get(Number(args.number));
+      if (pr === undefined) {
+        throw new GraphqlError(`Could not resolve to a PullRequest with the number of ${String(args.number)}.`, { type: 'NOT_FOUND', path });
+      }
+      return pullRequest(model, pr, baseUrl);
+    },
+  };
+}
+
+function actor(model: RepositoryModel, login: string): Resolved {
+  const user = model.user(login);
+  return { __typename: user.type, login: user.type === 'Bot' ? login.replace(/\[bot\]$/, '') : login };
+}
+
+function pullRequest(model: RepositoryModel, pr: ModelPullRequest, baseUrl: string): Resolved {
+  const headSha = model.headSha(pr.number);
+  const state = pr.merged ? 'MERGED' : pr.state === 'open' ? 'OPEN' : 'CLOSED';
+  return {
+    __typename: 'PullRequest',
+    number: pr.number,
+    title: pr.title,
+    url: `${baseUrl}/${model.owner}/${model.repo}/pull/${pr.number}`,
+    state,
+    isDraft: pr.draft,
+    merged: pr.merged,
+    mergeCommit: pr.mergeCommitSha === null ? null : { __typename: 'Commit', oid: pr.mergeCommitSha },
+    baseRefName: pr.baseRef,
+    baseRefOid: model.baseSha(pr.number),
+    headRefName: pr.headRef,
+    headRefOid: headSha,
+    author: actor(model, pr.author),
+    mergeable: pr.mergeable,
+    mergeStateStatus: pr.draft && pr.state === 'open' ? 'DRAFT' : pr.mergeState,
+    labels: (args: Args) => {
+      const first = limit(args.first, 'first');
+      return { __typename: 'LabelConnection', nodes: pr.labels.slice(0, first).map((name) => ({ __typename: 'Label', name })) };
+    },
+    commits: (args: Args) => {
+      limit(args.last, 'last');
+      return { __typename: 'PullRequestCommitConnection', nodes: [{ __typename: 'PullRequestCommit', commit: commit(model, headSha) }] };
+    },
+    comments: (args: Args) => commentConnection(model, model.commentsOf(pr.number), args),
+  };
+}
+
+function commit(model: RepositoryModel, sha: string): Resolved {
+  const runs = latestBy(model.checkRuns.filter((r) => r.headSha === sha), (r) => `${r.app}\u0000${r.name}`);
+  const statuses = latestBy(model.statuses.filter((s) => s.sha === sha), (s) => s.context);
+  const contexts: Resolved[] = [...runs.map(checkRun), ...statuses.map(statusContext)];
+  return {
+    __typename: 'Commit',
+    oid: sha,
+    statusCheckRollup:
+      contexts.length === 0
+        ? null
+        : {
+            __typename: 'StatusCheckRollup',
+            state: 'PENDING',
+            contexts: (args: Args) => {
+              const first = limit(args.first, 'first');
+              const start = args.after === null || args.after === undefined ? 0 : decodeCursor(args.after) + 1;
+              const nodes = contexts.slice(start, start + first);
+              return {
+                __typename: 'StatusCheckRollupContextConnection',
+                totalCount: contexts.length,
+                pageInfo: {
+                  __typename: 'PageInfo',
+                  hasNextPage: start + first < contexts.length,
+                  endCursor: nodes.length === 0 ? null : encodeCursor(start + nodes.length - 1),
+                },
+                nodes,
+              };
+            },
+          },
+  };
+}
+
+function checkRun(run: ModelCheckRun): Resolved {
+  return {
+    __typename: 'CheckRun',
+    databaseId: run.id,
+    name: run.name,
+    status: run.status.toUpperCase(),
+    conclusion: run.conclusion === null ? null : run.conclusion.toUpperCase(),
+    startedAt: run.startedAt,
+    completedAt: run.completedAt,
+    detailsUrl: run.detailsUrl,
+    checkSuite: {
+      __typename: 'CheckSuite',
+      app: { __typename: 'App', name: run.app },
+      workflowRun: run.workflow === null ? null : { __typename: 'WorkflowRun', workflow: { __typename: 'Workflow', name: run.workflow } },
+    },
+  };
+}
+
+function statusContext(status: ModelStatus): Resolved {
+  return {
+    __typename: 'StatusContext',
+    context: status.context,
+    state: status.state.toUpperCase(),
+    targetUrl: status.targetUrl,
+    createdAt: status.createdAt,
+  };
+}
+
+function commentConnection(model: RepositoryModel, all: readonly ModelComment[], args: Args): Resolved {
+  const last = limit(args.last, 'last');
+  const end = args.before === null || args.before === undefined ? all.length : decodeCursor(args.before);
+  const start = Math.max(0, end - last);
+  const nodes = all.slice(start, end).map((c) => ({
+    __typename: 'IssueComment',
+    databaseId: c.id,
+    author: actor(model, c.author),
+    body: c.body,
+    createdAt: c.createdAt,
+    updatedAt: c.updatedAt,
+  }));
+  return {
+    __typename: 'IssueCommentConnection',
+    totalCount: all.length,
+    pageInfo: { __typename: 'PageInfo', hasPreviousPage: start > 0, startCursor: nodes.length === 0 ? null : encodeCursor(start) },
+    nodes,
+  };
+}
+
+/** Last entry per key, ordered by when that entry was added. */
+function latestBy<T>(items: readonly T[], key: (item: T) => string): T[] {
+  const byKey = new Map<string, T>();
+  for (const item of items) {
+    byKey.delete(key(item));
+    byKey.set(key(item), item);
+  }
+  return [...byKey.values()];
+}
+
+function limit(value: unknown, name: string): number {
+  if (typeof value !== 'number' || !Number.isInteger(value)) {
+    throw new GraphqlError(`You must provide a \`first\` or \`last\` value to properly paginate the connection (${name}).`);
+  }
+  if (value < 1 || value > 100) throw new GraphqlError(`Requesting ${value} records on the connection exceeds the \`${name}\` limit of 100 records.`);
+  return value;
+}
+
+function encodeCursor(index: number): string {
+  return Buffer.from(`cursor:${index}`).toString('base64');
+}
+
+function decodeCursor(cursor: unknown): number {
+  const text = typeof cursor === 'string' ? Buffer.from(cursor, 'base64').toString('utf8') : '';
+  const m = /^cursor:(\d+)$/.exec(text);
+  if (m === null) throw new GraphqlError(`\`${String(cursor)}\` does not appear to be a valid cursor.`);
+  return Number(m[1]);
+}

@@ -1,0 +1,9 @@
+export { startGitHubServer } from './server.js';
+export type { GitHubTestServer, GitHubTestServerOptions, InjectedFailure, RecordedRequest, SchemaCheck } from './server.js';
+export { RepositoryModel } from './model.js';
+export type { ModelPullRequest, ModelCheckRun, ModelStatus, ModelComment, Role } from './model.js';
+export { validateSchema } from './json-schema.js';
+export type { SchemaObject, SchemaViolation } from './json-schema.js';
+export { checkResponse, responseSchema, matchRoute, fixturesRoot } from './openapi.js';
+export { fixture, signDelivery, webhookFixtures, webhookFixturesDir } from './webhooks.js';
+export type { FixtureFile, SignedDelivery } from './webhooks.js';

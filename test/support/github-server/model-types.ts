@@ -1,0 +1,66 @@
+/** Records of the test server's in-memory repository (see model.ts). */
+
+export type UserType = 'User' | 'Bot' | 'Organization';
+export type Role = 'admin' | 'maintain' | 'write' | 'triage' | 'read';
+export type ModelMergeable = 'MERGEABLE' | 'CONFLICTING' | 'UNKNOWN';
+export type ModelMergeState = 'CLEAN' | 'BEHIND' | 'BLOCKED' | 'DIRTY' | 'HAS_HOOKS' | 'UNKNOWN' | 'UNSTABLE';
+
+export interface ModelUser {
+  readonly login: string;
+  readonly id: number;
+  readonly type: UserType;
+}
+
+export interface ModelPullRequest {
+  readonly number: number;
+  title: string;
+  state: 'open' | 'closed';
+  merged: boolean;
+  mergeCommitSha: string | null;
+  draft: boolean;
+  readonly baseRef: string;
+  readonly headRef: string;
+  readonly author: string;
+  mergeable: ModelMergeable;
+  mergeState: ModelMergeState;
+  labels: string[];
+  readonly createdAt: string;
+}
+
+export interface ModelComment {
+  readonly id: number;
+  readonly issueNumber: number;
+  readonly author: string;
+  body: string;
+  readonly createdAt: string;
+  updatedAt: string;
+}
+
+export interface ModelCheckRun {
+  readonly id: number;
+  readonly headSha: string;
+  readonly name: string;
+  status: 'queued' | 'in_progress' | 'completed' | 'waiting' | 'requested' | 'pending';
+  conclusion: string | null;
+  startedAt: string | null;
+  completedAt: string | null;
+  readonly detailsUrl: string | null;
+  readonly app: string;
+  readonly workflow: string | null;
+}
+
+export interface ModelStatus {
+  readonly id: number;
+  readonly sha: string;
+  readonly context: string;
+  readonly state: 'pending' | 'success' | 'failure' | 'error';
+  readonly targetUrl: string | null;
+  readonly createdAt: string;
+}
+
+export interface ModelLabel {
+  readonly id: number;
+  readonly name: string;
+  readonly color: string;
+  readonly description: string | null;
+}

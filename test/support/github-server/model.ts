@@ -1,0 +1,289 @@
+/**
+ * The in-memory repository behind the GitHub API test server. Commits are
+ * opaque shas with parents and a file map; tests drive it directly
+ * (open a pull request, push a head, add checks) and the server's REST and
+ * GraphQL answers read and change it.
+ */
+import { randomBytes } from 'node:crypto';
+
+import type {
+  UserType,
+  Role,
+  ModelMergeable,
+  ModelMergeState,
+  ModelUser,
+  ModelPullRequest,
+  ModelComment,
+  ModelCheckRun,
+  ModelStatus,
+  ModelLabel,
+} from './model-types.js';
+
+export type {
+  UserType,
+  Role,
+  ModelMergeable,
+  ModelMergeState,
+  ModelUser,
+  ModelPullRequest,
+  ModelComment,
+  ModelCheckRun,
+  ModelStatus,
+  ModelLabel,
+} from './model-types.js';
+
+interface Commit {
+  readonly parents: readonly string[];
+  readonly files: ReadonlyMap<string, Uint8Array>;
+}
+
+export class RepositoryModel {
+  readonly users = new Map<string, ModelUser>();
+  readonly collaborators = new Map<string, Role>();
+  readonly branches = new Map<string, string>();
+  readonly pulls = new Map<number, ModelPullRequest>();
+  readonly comments: ModelComment[] = [];
+  readonly checkRuns: ModelCheckRun[] = [];
+  readonly statuses: ModelStatus[] = [];
+  readonly labels = new Map<string, ModelLabel>();
+  private readonly commits = new Map<string, Commit>();
+  private nextId = 1000;
+  private nextNumber = 1;
+  private tick = Date.parse('2026-01-01T00:00:00Z');
+
+  constructor(
+    readonly owner: string,
+    readonly repo: string,
+    readonly defaultBranch = 'main',
+  ) {
+    this.user(owner, 'Organization');
+    this.setBranch(defaultBranch, this.commit({ files: { 'README.md': `# ${repo}\n` } }));
+  }
+
+  /** A strictly increasing timestamp, one second per event. */
+  now(): string {
+    this.tick += 1000;
+    return new Date(this.tick).toISOString().replace(/\.\d{3}Z$/, 'Z');
+  }
+
+  id(): number {
+    return this.nextId++;
+  }
+
+  user(login: string, type: UserType = login.endsWith('[bot]') ? 'Bot' : 'User'): ModelUser {
+    const existing = this.users.get(login);
+    if (existing !== undefined) return existing;
+    const user = { login, id: this.id(), type };
+    this.users.set(login, user);
+    return user;
+  }
+
+  setCollaborator(login: string, role: Role): void {
+    this.user(login);
+    this.collaborators.set(login, role);
+  }
+
+  /** A new commit: the parent's files with `files` applied (a null value deletes a file). */
+  commit(options: { parent?: string; files?: Readonly<Record<string, string | Uint8Array | null>> } = {}): string {
+    const files = new Map(options.parent === undefined ? [] : this.requireCommit(options.parent).files);
+    for (const [file, content] of Object.entries(options.files ?? {})) {
+      if (content === null) files.delete(file);
+      else files.set(file, typeof content === 'string' ? new TextEncoder().encode(content) : content);
+    }
+    const sha = randomBytes(20).toString('hex');
+    this.commits.set(sha, { parents: options.parent === undefined ? [] : [options.parent], files });
+    return sha;
+  }
+
+  hasCommit(sha: string): boolean {
+    return this.commits.has(sha);
+  }
+
+  /** True when `ancestor` is `sha` or reachable from it through parents. */
+  isAncestor(ancestor: string, sha: string): boolean {
+    const queue = [sha];
+    const seen = new Set<string>();
+    while (queue.length > 0) {
+      const next = queue.pop() as string;
+      if (next === ancestor) return true;
+      if (seen.has(next)) continue;
+      seen.add(next);
+      queue.push(...(this.commits.get(next)?.parents ?? []));
+    }
+    return false;
+  }
+
+  file(sha: string, file: string): Uint8Array | null {
+    return this.commits.get(sha)?.files.get(file) ?? null;
+  }
+
+  filesAt(sha: string): string[] {
+    return [...(this.commits.get(sha)?.files.keys() ?? [])];
+  }
+
+  directoryExists(sha: string, dir: string): boolean {
+    const prefix = `${dir.replace(/\/+$/, '')}/`;
+    return [...(this.commits.get(sha)?.files.keys() ?? [])].some((f) => f.startsWith(prefix));
+  }
+
+  setBranch(name: string, sha: string): void {
+    this.requireCommit(sha);
+    this.branches.set(name, sha);
+  }
+
+  /** A branch name or a full sha, as a commit sha; null when neither. */
+  resolve(ref: string): string | null {
+    const branch = this.branches.get(ref.replace(/^refs\/heads\//, ''));
+    if (branch !== undefined) return branch;
+    return this.commits.has(ref) ? ref : null;
+  }
+
+  openPullRequest(options: {
+    author: string;
+    title?: string;
+    base?: string;
+    head?: string;
+    headSha?: string;
+    files?: Readonly<Record<string, string>>;
+    draft?: boolean;
+  }): ModelPullRequest {
+    const number = this.nextNumber++;
+    const base = options.base ?? this.defaultBranch;
+    const head = options.head ?? `change-${number}`;
+    const baseSha = this.requireBranch(base);
+    const headSha = options.headSha ?? this.commit({ parent: baseSha, files: options.files ?? { [`change-${number}.txt`]: `change ${number}\n` } });
+    this.setBranch(head, headSha);
+    this.user(options.author);
+    const pr: ModelPullRequest = {
+      number,
+      title: options.title ?? `Change ${number}`,
+      state: 'open',
+      merged: false,
+      mergeCommitSha: null,
+      draft: options.draft ?? false,
+      baseRef: base,
+      headRef: head,
+      author: options.author,
+      mergeable: 'MERGEABLE',
+      mergeState: 'CLEAN',
+      labels: [],
+      createdAt: this.now(),
+    };
+    this.pulls.set(number, pr);
+    return pr;
+  }
+
+  pull(number: number): ModelPullRequest {
+    const pr = this.pulls.get(number);
+    if (pr === undefined) throw new Error(`no pull request #${number}`);
+    return pr;
+  }
+
+  headSha(number: number): string {
+    return this.requireBranch(this.pull(number).headRef);
+  }
+
+  baseSha(number: number): string {
+    return this.requireBranch(this.pull(number).baseRef);
+  }
+
+  /** Moves the head to `sha`, or to a new commit on top of the current head. */
+  pushHead(number: number, sha?: string): string {
+    const pr = this.pull(number);
+    const next = sha ?? this.commit({ parent: this.headSha(number), files: { [`push-${this.nextId}.txt`]: 'pushed\n' } });
+    this.setBranch(pr.headRef, next);
+    return next;
+  }
+
+  setMergeable(number: number, mergeable: ModelMergeable, mergeState?: ModelMergeState): void {
+    const pr = this.pull(number);
+    pr.mergeable = mergeable;
+    pr.mergeState = mergeState ?? (mergeable === 'CONFLICTING' ? 'DIRTY' : mergeable === 'UNKNOWN' ? 'UNKNOWN' : 'CLEAN');
+  }
+
+  addCheckRun(options: {
+    sha: string;
+    name: string;
+    status?: ModelCheckRun['status'];
+    conclusion?: string | null;
+    app?: string;
+    workflow?: string | null;
+    detailsUrl?: string | null;
+  }): ModelCheckRun {
+    const status = options.status ?? 'completed';
+    const at = this.now();
+    const run: ModelCheckRun = {
+      id: this.id(),
+      headSha: options.sha,
+      name: options.name,
+      status,
+      conclusion: status === 'completed' ? (options.conclusion ?? 'success') : null,
+      startedAt: status === 'queued' ? null : at,
+      completedAt: status === 'completed' ? at : null,
+      detailsUrl: options.detailsUrl ?? `https://ci.example.test/runs/${this.nextId}`,
+      app: options.app ?? 'GitHub Actions',
+      workflow: options.workflow === undefined ? 'CI' : options.workflow,
+    };
+    this.checkRuns.push(run);
+    return run;
+  }
+
+  addStatus(options: { sha: string; context: string; state: ModelStatus['state']; targetUrl?: string | null }): ModelStatus {
+    const status: ModelStatus = {
+      id: this.id(),
+      sha: options.sha,
+      context: options.context,
+      state: options.state,
+      targetUrl: options.targetUrl ?? null,
+      createdAt: this.now(),
+    };
+    this.statuses.push(status);
+    return status;
+  }
+
+  addComment(number: number, author: string, body: string): ModelComment {
+    this.pull(number);
+    this.user(author);
+    const at = this.now();
+    const comment: ModelComment = { id: this.id(), issueNumber: number, author, body, createdAt: at, updatedAt: at };
+    this.comments.push(comment);
+    return comment;
+  }
+
+  commentsOf(number: number): ModelComment[] {
+    return this.comments.filter((c) => c.issueNumber === number);
+  }
+
+  label(name: string): ModelLabel {
+    const existing = [...this.labels.values()].find((l) => l.name.toLowerCase() === name.toLowerCase());
+    if (existing !== undefined) return existing;
+    const created: ModelLabel = { id: this.id(), name, color: 'ededed', description: null };
+    this.labels.set(name, created);
+    return created;
+  }
+
+  /** Squash-merges a pull request: one new commit on the base carrying the head's files. */
+  squashMerge(number: number): string {
+    const pr = this.pull(number);
+    const head = this.requireCommit(this.headSha(number));
+    const sha = this.commit({ parent: this.baseSha(number) });
+    this.commits.set(sha, { parents: [this.baseSha(number)], files: new Map(head.files) });
+    this.setBranch(pr.baseRef, sha);
+    pr.state = 'closed';
+    pr.merged = true;
+    pr.mergeCommitSha = sha;
+    return sha;
+  }
+
+  private requireCommit(sha: string): Commit {
+    const commit = this.commits.get(sha);
+    if (commit === undefined) throw new Error(`unknown commit ${sha}`);
+    return commit;
+  }
+
+  private requireBranch(name: string): string {
+    const sha = this.branches.get(name);
+    if (sha === undefined) throw new Error(`unknown branch ${name}`);
+    return sha;
+  }
+}

@@ -1,0 +1,182 @@
+/**
+ * REST operations of the test server, keyed by GitHub's operation ids, with
+ * GitHub's status codes and error messages for the cases proofgate meets:
+ * 404, 405 not mergeable, 409 head moved, 422 validation and non-fast-forward.
+ */
+import type { RepositoryModel, Role } from './model.js';
+import { DOCS, error, fileContent, gitRef, issueComment, label, simpleUser, validationError } from './rest-shapes.js';
+
+export interface RestRequest {
+  readonly model: RepositoryModel;
+  readonly operationId: string;
+  readonly params: Readonly<Record<string, string>>;
+  readonly query: URLSearchParams;
+  readonly body: unknown;
+  /** Login of the authenticated caller. */
+  readonly actor: string;
+  /** Web and API roots for URLs in answers. */
+  readonly web: string;
+  readonly api: string;
+}
+
+export interface RestAnswer {
+  readonly status: number;
+  readonly body: unknown;
+}
+
+type Handler = (req: RestRequest) => RestAnswer;
+
+const LEGACY: Readonly<Record<Role, string>> = { admin: 'admin', maintain: 'write', write: 'write', triage: 'read', read: 'read' };
+
+const notFound = (): RestAnswer => ({ status: 404, body: error('Not Found', 404) });
+
+function field(body: unknown, name: string): unknown {
+  return typeof body === 'object' && body !== null && !Array.isArray(body) ? (body as Record<string, unknown>)[name] : undefined;
+}
+
+function issueNumber(req: RestRequest, name: string): number | null {
+  const n = Number(req.params[name]);
+  return req.model.pulls.has(n) ? n : null;
+}
+
+const handlers: Readonly<Record<string, Handler>> = {
+  'repos/get-collaborator-permission-level': (req) => {
+    const login = req.params.username ?? '';
+    if (!req.model.users.has(login)) return notFound();
+    const role = req.model.collaborators.get(login);
+    const user = { ...simpleUser(req.model, login, req.web, req.api), role_name: role ?? 'none' };
+    return { status: 200, body: { permission: role === undefined ? 'none' : LEGACY[role], role_name: role ?? 'none', user } };
+  },
+
+  'issues/create-comment': (req) => {
+    const number = issueNumber(req, 'issue_number');
+    if (number === null) return notFound();
+    const body = field(req.body, 'body');
+    if (typeof body !== 'string' || body === '') {
+      return { status: 422, body: validationError('Validation Failed', [{ resource: 'IssueComment', field: 'body', code: 'missing_field' }]) };
+    }
+    const comment = req.model.addComment(number, req.actor, body);
+    return { status: 201, body: issueComment(req.model, comment, req.web, req.api) };
+  },
+
+  'issues/get-comment': (req) => {
+    const comment = req.model.comments.find((c) => c.id === Number(req.params.comment_id));
+    return comment === undefined ? notFound() : { status: 200, body: issueComment(req.model, comment, req.web, req.api) };
+  },
+
+  'issues/update-comment': (req) => {
+    const comment = req.model.comments.find((c) => c.id === Number(req.params.comment_id));
+    if (comment === undefined) return notFound();
+    const body = field(req.body, 'body');
+    if (typeof body !== 'string' || body === '') {
+      return { status: 422, body: validationError('Validation Failed', [{ resource: 'IssueComment', field: 'body', code: 'missing_field' }]) };
+    }
+    comment.body = body;
+    comment.updatedAt = req.model.now();
+    return { status: 200, body: issueComment(req.model, comment, req.web, req.api) };
+  },
+
+  'issues/add-labels': (req) => {
+    const number = issueNumber(req, 'issue_number');
+    if (number === null) return notFound();
+    const names = Array.isArray(req.body) ? req.body : field(req.body, 'labels');
+    if (!Array.isArray(names) || names.some((n) => typeof n !== 'string' || n === '')) {
+      return { status: 422, body: validationError('Invalid request.', [{ resource: 'Label', field: 'labels', code: 'invalid' }]) };
+    }
+    const pr = req.model.pull(number);
+    for (const name of names as string[]) {
+      const l = req.model.label(name);
+      if (!pr.labels.includes(l.name)) pr.labels.push(l.name);
+    }
+    return { status: 200, body: pr.labels.map((n) => label(req.model, req.model.label(n), req.api)) };
+  },
+
+  'issues/remove-label': (req) => {
+    const number = issueNumber(req, 'issue_number');
+    if (number === null) return notFound();
+    const pr = req.model.pull(number);
+    const index = pr.labels.findIndex((n) => n.toLowerCase() === (req.params.name ?? '').toLowerCase());
+    if (index < 0) return { status: 404, body: error('Label does not exist', 404) };
+    pr.labels.splice(index, 1);
+    return { status: 200, body: pr.labels.map((n) => label(req.model, req.model.label(n), req.api)) };
+  },
+
+  'pulls/merge': (req) => {
+    const number = issueNumber(req, 'pull_number');
+    if (number === null) return notFound();
+    const pr = req.model.pull(number);
+    const method = field(req.body, 'merge_method') ?? 'merge';
+    if (method !== 'merge' && method !== 'squash' && method !== 'rebase') {
+      return { status: 422, body: validationError('Validation Failed', [{ resource: 'PullRequest', field: 'merge_method', code: 'invalid' }]) };
+    }
+    const notMergeable = (message: string): RestAnswer => ({ status: 405, body: { message, documentation_url: DOCS } });
+    if (pr.state !== 'open') return notMergeable('Pull Request is not mergeable');
+    const sha = field(req.body, 'sha');
+    if (sha !== undefined && sha !== req.model.headSha(number)) {
+      return { status: 409, body: { message: 'Head branch was modified. Review and try the merge again.', documentation_url: DOCS } };
+    }
+    if (pr.draft) return notMergeable('Pull Request is still a draft');
+    if (pr.mergeable !== 'MERGEABLE' || pr.mergeState === 'DIRTY') return notMergeable('Pull Request is not mergeable');
+    if (pr.mergeState === 'BLOCKED') return notMergeable('Required status check "ci" is expected.');
+    if (pr.mergeState === 'BEHIND') return notMergeable('Head branch is not up to date with the base branch');
+    const merged = req.model.squashMerge(number);
+    return { status: 200, body: { sha: merged, merged: true, message: 'Pull Request successfully merged' } };
+  },
+
+  'git/get-ref': (req) => {
+    const branch = /^heads\/(.+)$/.exec(req.params.ref ?? '')?.[1];
+    const sha = branch === undefined ? undefined : req.model.branches.get(branch);
+    return branch === undefined || sha === undefined ? notFound() : { status: 200, body: gitRef(req.model, branch, sha, req.api) };
+  },
+
+  'git/create-ref': (req) => {
+    const ref = field(req.body, 'ref');
+    const sha = field(req.body, 'sha');
+    const branch = typeof ref === 'string' ? /^refs\/heads\/(.+)$/.exec(ref)?.[1] : undefined;
+    if (branch === undefined || typeof sha !== 'string') return { status: 422, body: validationError('Reference name must start with refs/ and have at least two slashes.') };
+    if (req.model.branches.has(branch)) return { status: 422, body: validationError('Reference already exists') };
+    if (!req.model.hasCommit(sha)) return { status: 422, body: validationError('Object does not exist') };
+    req.model.setBranch(branch, sha);
+    return { status: 201, body: gitRef(req.model, branch, sha, req.api) };
+  },
+
+  'git/update-ref': (req) => {
+    const branch = /^heads\/(.+)$/.exec(req.params.ref ?? '')?.[1];
+    const current = branch === undefined ? undefined : req.model.branches.get(branch);
+    if (branch === undefined || current === undefined) return { status: 422, body: validationError('Reference does not exist') };
+    const sha = field(req.body, 'sha');
+    if (typeof sha !== 'string' || !req.model.hasCommit(sha)) return { status: 422, body: validationError('Object does not exist') };
+    if (field(req.body, 'force') !== true && !req.model.isAncestor(current, sha)) return { status: 422, body: validationError('Update is not a fast forward') };
+    req.model.setBranch(branch, sha);
+    return { status: 200, body: gitRef(req.model, branch, sha, req.api) };
+  },
+
+  'repos/get-content': (req) => {
+    const ref = req.query.get('ref') ?? req.model.defaultBranch;
+    const sha = req.model.resolve(ref);
+    if (sha === null) return { status: 404, body: error(`No commit found for the ref ${ref}`, 404) };
+    const file = (req.params.path ?? '').replace(/^\/+|\/+$/g, '');
+    const bytes = req.model.file(sha, file);
+    if (bytes !== null) return { status: 200, body: fileContent(req.model, file, ref, bytes, req.web, req.api) };
+    if (req.model.directoryExists(sha, file)) return { status: 200, body: directory(req, sha, file, ref) };
+    return notFound();
+  },
+};
+
+function directory(req: RestRequest, sha: string, dir: string, ref: string): unknown[] {
+  const names = new Set<string>();
+  for (const path of req.model.filesAt(sha)) {
+    if (path.startsWith(`${dir}/`)) names.add(path.slice(dir.length + 1).split('/')[0] as string);
+  }
+  return [...names].sort().map((name) => {
+    const path = `${dir}/${name}`;
+    const bytes = req.model.file(sha, path);
+    const entry = fileContent(req.model, path, ref, bytes ?? new Uint8Array(), req.web, req.api);
+    return { type: bytes === null ? 'dir' : 'file', size: bytes?.length ?? 0, name, path, sha: entry.sha, url: entry.url, git_url: entry.git_url, html_url: entry.html_url, download_url: null, _links: entry._links };
+  });
+}
+
+export function answerRest(req: RestRequest): RestAnswer | null {
+  const handler = handlers[req.operationId];
+  return handler === undefined ? null : handler(req);
+}

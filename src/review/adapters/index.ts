@@ -1,0 +1,30 @@
+import type { LaneAdapter, LaneSpec } from './types.js';
+import { commandReviewer } from './command-reviewer.js';
+import { openaiReviewer } from './openai-reviewer.js';
+import { rulesReviewer } from './rules-reviewer.js';
+import { testsReviewer } from './tests-reviewer.js';
+
+/** The adapter for each kind of lane; tests and embedders may replace any of them. */
+export interface AdapterSet {
+  readonly rules: LaneAdapter;
+  readonly tests: LaneAdapter;
+  readonly command: LaneAdapter;
+  readonly openai: LaneAdapter;
+}
+
+export function defaultAdapters(): AdapterSet {
+  return { rules: rulesReviewer, tests: testsReviewer, command: commandReviewer(), openai: openaiReviewer() };
+}
+
+export function adapterFor(spec: LaneSpec, adapters: AdapterSet): LaneAdapter {
+  if (spec.config.builtin !== undefined) return adapters[spec.config.builtin];
+  if (spec.config.command !== undefined) return adapters.command;
+  return adapters.openai;
+}
+
+export * from './types.js';
+export { commandReviewer, DEFAULT_OUTPUT_LIMIT } from './command-reviewer.js';
+export { openaiReviewer, parseVerdictBlock, VERDICT_FENCE } from './openai-reviewer.js';
+export { rulesReviewer, reviewDiffByRules, SECRET_PATTERNS, DEFAULT_MAX_DIFF_BYTES } from './rules-reviewer.js';
+export { testsReviewer, reviewDiffForTests, isSourcePath, isTestPath } from './tests-reviewer.js';
+export { runContained, type ProcessOutcome } from './process.js';

@@ -1,0 +1,39 @@
+/** Variables a reviewer process inherits from proofgate's environment; nothing else passes. */
+export const REVIEWER_ENV_ALLOW = ['PATH', 'LANG', 'LC_ALL', 'LC_CTYPE', 'TZ'] as const;
+
+/** The variables proofgate sets for every command reviewer. */
+export interface ReviewerVariables {
+  readonly home: string;
+  readonly tmp: string;
+  readonly requestFile: string;
+  readonly evidenceDir: string;
+  readonly evidencePath: string;
+  readonly laneId: string;
+  readonly family: string;
+  readonly contextId: string;
+}
+
+/**
+ * The whole environment of a reviewer process: the allow-list copied from the
+ * parent, a scratch HOME and TMPDIR, and the request-specific PROOFGATE_* values.
+ * Tokens, cloud credentials and proofgate's own settings never pass.
+ */
+export function reviewerEnvironment(parent: NodeJS.ProcessEnv, vars: ReviewerVariables): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const name of REVIEWER_ENV_ALLOW) {
+    const value = parent[name];
+    if (value !== undefined) env[name] = value;
+  }
+  env.PATH ??= '/usr/local/bin:/usr/bin:/bin';
+  Object.assign(env, {
+    HOME: vars.home,
+    TMPDIR: vars.tmp,
+    PROOFGATE_REVIEW_REQUEST: vars.requestFile,
+    PROOFGATE_EVIDENCE_DIR: vars.evidenceDir,
+    PROOFGATE_EVIDENCE_PATH: vars.evidencePath,
+    PROOFGATE_LANE_ID: vars.laneId,
+    PROOFGATE_REVIEW_FAMILY: vars.family,
+    PROOFGATE_REVIEW_CONTEXT_ID: vars.contextId,
+  });
+  return env;
+}

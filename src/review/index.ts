@@ -1,0 +1,14 @@
+export * from './adapters/index.js';
+export * from './config.js';
+export * from './diff-parse.js';
+export * from './environment.js';
+export * from './evidence.js';
+export * from './glob.js';
+export * from './lane.js';
+export * from './panel.js';
+export * from './request.js';
+export * from './review.js';
+export * from './sandbox.js';
+export * from './validate.js';
+export { repositoryFingerprint } from './repo-state.js';
+export * from './run.js';

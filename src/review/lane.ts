@@ -1,0 +1,74 @@
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { canonicalJson, errorMessage, newId, systemClock, type Clock } from '../core/index.js';
+import { reviewLaneResultSchema, type ReviewConfig, type ReviewLaneResultV1, type ReviewRequestV1 } from '../contracts/index.js';
+import { adapterFor, transportFailure, type AdapterSet, type LaneRun, type LaneSpec } from './adapters/index.js';
+import { repositoryFingerprint } from './repo-state.js';
+import { checkBeforeDispatch, createLaneRequest, type ReviewInputs } from './request.js';
+import { invalid, validateLaneResult, type LaneValidation } from './validate.js';
+
+/** What one lane produced and whether it counts. */
+export interface LaneOutcome {
+  readonly lane_id: string;
+  readonly family: string;
+  readonly context_id: string;
+  readonly request: ReviewRequestV1;
+  /** The result when it has the review-lane-result.v1 shape, else null. */
+  readonly result: ReviewLaneResultV1 | null;
+  readonly validation: LaneValidation;
+  /** Where the request and the raw result were written. */
+  readonly request_file: string;
+  readonly result_file: string;
+}
+
+export interface RunLaneOptions {
+  readonly inputs: ReviewInputs;
+  readonly spec: LaneSpec;
+  readonly review: ReviewConfig;
+  readonly repoDir: string;
+  readonly dataDir: string;
+  readonly adapters: AdapterSet;
+  readonly env?: NodeJS.ProcessEnv;
+  readonly clock?: Clock;
+  /** The reviewer context to use (default: a fresh one). */
+  readonly contextId?: string;
+}
+
+/**
+ * Run one lane: build its request, check the bound inputs and the context
+ * right before dispatch (throws MUTABLE_INPUT / SELF_REVIEW), dispatch,
+ * validate the answer, and write request and result next to the evidence.
+ */
+export async function runLane(options: RunLaneOptions): Promise<LaneOutcome> {
+  const { spec, inputs } = options;
+  const request = await createLaneRequest(inputs, spec.id, spec.timeoutMs, options.clock ?? systemClock);
+  const laneDir = join(inputs.reviewDir, 'lanes', spec.id);
+  const requestFile = join(laneDir, 'request.json');
+  await writeFile(requestFile, `${canonicalJson(request)}\n`);
+  const contextId = options.contextId ?? newId('ctx');
+  const context = { request, lane: spec, contextId, repoDir: options.repoDir, review: options.review, env: options.env ?? process.env };
+  await checkBeforeDispatch(request, contextId);
+  const before = await repositoryFingerprint(options.repoDir, options.dataDir);
+  let run: LaneRun;
+  try {
+    run = await adapterFor(spec, options.adapters)(context);
+  } catch (error) {
+    run = { raw: transportFailure(context, `adapter error: ${errorMessage(error)}`) };
+  }
+  let validation = run.breach ?? (await validateLaneResult(run.raw, request, { laneId: spec.id, contextId }));
+  const after = await repositoryFingerprint(options.repoDir, options.dataDir);
+  if (after !== before) validation = invalid('REPOSITORY_MODIFIED', 'the repository (work tree or refs) changed while the lane ran');
+  const parsed = reviewLaneResultSchema.safeParse(run.raw);
+  const resultFile = join(laneDir, 'result.json');
+  await writeFile(resultFile, `${JSON.stringify(run.raw ?? null)}\n`);
+  return {
+    lane_id: spec.id,
+    family: spec.family,
+    context_id: contextId,
+    request,
+    result: parsed.success ? parsed.data : null,
+    validation,
+    request_file: requestFile,
+    result_file: resultFile,
+  };
+}

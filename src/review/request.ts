@@ -1,0 +1,161 @@
+import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { ProofgateError, randomHex, sha256Digest, systemClock, type Clock } from '../core/index.js';
+import {
+  REVIEW_REQUEST_SCHEMA,
+  reviewRequestSchema,
+  type BoundFile,
+  type DiversityMode,
+  type ReviewRequestV1,
+} from '../contracts/index.js';
+import { git, gitText, resolveCommit } from './git.js';
+
+/** Everything the lanes of one review share: the exact bytes under review. */
+export interface ReviewInputs {
+  readonly reviewDir: string;
+  readonly subjectId: string;
+  readonly baseSha: string;
+  readonly headSha: string;
+  /** The merge base the diff starts from (`git diff base...head`). */
+  readonly mergeBaseSha: string;
+  readonly diff: BoundFile;
+  readonly contract: BoundFile;
+  readonly author: ReviewRequestV1['author'];
+  readonly mode: DiversityMode;
+}
+
+export interface PrepareInputsOptions {
+  readonly repoDir: string;
+  readonly base: string;
+  readonly head: string;
+  readonly reviewDir: string;
+  readonly subjectId?: string;
+  readonly mode: DiversityMode;
+  /** The acceptance contract text; when absent a default contract is generated. */
+  readonly contractText?: string;
+  readonly author?: Partial<ReviewRequestV1['author']>;
+}
+
+async function writeFrozen(path: string, bytes: Buffer | string): Promise<BoundFile> {
+  await writeFile(path, bytes, { flag: 'wx' });
+  await chmod(path, 0o444);
+  return { path, sha256: sha256Digest(typeof bytes === 'string' ? Buffer.from(bytes, 'utf8') : bytes) };
+}
+
+/** The contract used when the repository configures none: what must hold for the change to pass. */
+export function defaultAcceptanceContract(baseSha: string, headSha: string, subjects: readonly string[]): string {
+  const lines = [
+    '# Acceptance contract',
+    '',
+    `Change: ${baseSha}...${headSha} (the diff from the merge base to the head).`,
+    '',
+    'The change is acceptable only if all of the following hold:',
+    '1. It does what its commit messages say, and nothing unrelated.',
+    '2. It keeps existing behaviour working; changed behaviour comes with changed or new tests.',
+    '3. It adds no secret (private key, access key, token) and no merge-conflict marker.',
+    '4. It touches no path the repository forbids and stays within a reviewable size.',
+    '5. Every claim a reviewer makes is backed by evidence that names the file and line.',
+    '',
+    'Commits:',
+    ...(subjects.length === 0 ? ['(none)'] : subjects.map((subject) => `- ${subject}`)),
+    '',
+  ];
+  return lines.join('\n');
+}
+
+/**
+ * Resolve base and head, write the diff (`git diff <merge-base> <head>`, the
+ * same bytes as `git diff base...head`) and the acceptance contract into the
+ * review directory read-only, and bind both by the digests of their bytes.
+ */
+export async function prepareReviewInputs(options: PrepareInputsOptions): Promise<ReviewInputs> {
+  const repoDir = resolve(options.repoDir);
+  const baseSha = await resolveCommit(repoDir, options.base);
+  const headSha = await resolveCommit(repoDir, options.head);
+  const mergeBaseSha = await gitText(repoDir, ['merge-base', baseSha, headSha]).catch(() => {
+    throw new ProofgateError('GIT', `${options.base} and ${options.head} have no common ancestor`);
+  });
+  const diffBytes = await git(repoDir, [
+    'diff', '--no-color', '--no-ext-diff', '--no-textconv', '--binary', '--full-index', '--no-renames',
+    '--src-prefix=a/', '--dst-prefix=b/', mergeBaseSha, headSha,
+  ]);
+  await mkdir(options.reviewDir, { recursive: true });
+  const diff = await writeFrozen(join(options.reviewDir, 'change.diff'), diffBytes);
+  let contractText = options.contractText;
+  if (contractText === undefined) {
+    const log = await gitText(repoDir, ['log', '--format=%s', `${mergeBaseSha}..${headSha}`]);
+    contractText = defaultAcceptanceContract(baseSha, headSha, log === '' ? [] : log.split('\n'));
+  }
+  const contract = await writeFrozen(join(options.reviewDir, 'acceptance-contract.md'), contractText);
+  const authorEmail = await gitText(repoDir, ['log', '-1', '--format=%ae', headSha]);
+  return {
+    reviewDir: options.reviewDir,
+    subjectId: options.subjectId ?? `local:${headSha}`,
+    baseSha,
+    headSha,
+    mergeBaseSha,
+    diff,
+    contract,
+    author: {
+      context_id: options.author?.context_id ?? `git-author:${authorEmail}`,
+      family: options.author?.family ?? 'human',
+    },
+    mode: options.mode,
+  };
+}
+
+/** A lane's own request: a fresh 128-bit nonce and its own evidence directory. */
+export async function createLaneRequest(
+  inputs: ReviewInputs,
+  laneId: string,
+  timeoutMs: number,
+  clock: Clock = systemClock,
+): Promise<ReviewRequestV1> {
+  const evidenceDir = join(inputs.reviewDir, 'lanes', laneId, 'evidence');
+  await mkdir(evidenceDir, { recursive: true });
+  return reviewRequestSchema.parse({
+    schema: REVIEW_REQUEST_SCHEMA,
+    subject_id: inputs.subjectId,
+    head_sha: inputs.headSha,
+    base_sha: inputs.baseSha,
+    acceptance_contract: inputs.contract,
+    diff: inputs.diff,
+    author: inputs.author,
+    diversity_mode: inputs.mode,
+    nonce: randomHex(16),
+    evidence_dir: evidenceDir,
+    read_only: true,
+    deadline: new Date(clock.now().getTime() + timeoutMs).toISOString(),
+  });
+}
+
+async function checkBound(what: string, file: BoundFile): Promise<string | undefined> {
+  let bytes: Buffer;
+  try {
+    bytes = await readFile(file.path);
+  } catch {
+    return `${what} ${file.path} cannot be read`;
+  }
+  const actual = sha256Digest(bytes);
+  return actual === file.sha256 ? undefined : `${what} ${file.path} changed: expected ${file.sha256}, found ${actual}`;
+}
+
+/** Re-read the diff and the contract; bytes that differ from the bound digests refuse the run (MUTABLE_INPUT). */
+export async function verifyRequestInputs(request: ReviewRequestV1): Promise<void> {
+  const problems = [await checkBound('diff', request.diff), await checkBound('acceptance contract', request.acceptance_contract)];
+  const found = problems.filter((problem): problem is string => problem !== undefined);
+  if (found.length > 0) throw new ProofgateError('MUTABLE_INPUT', found.join('; '), { problems: found });
+}
+
+/** A reviewer whose context is the author's does not review (SELF_REVIEW). */
+export function assertNotSelfReview(request: ReviewRequestV1, reviewerContextId: string): void {
+  if (reviewerContextId === request.author.context_id) {
+    throw new ProofgateError('SELF_REVIEW', `reviewer context ${reviewerContextId} is the author's context`);
+  }
+}
+
+/** Both checks that must pass immediately before a lane is dispatched. */
+export async function checkBeforeDispatch(request: ReviewRequestV1, reviewerContextId: string): Promise<void> {
+  assertNotSelfReview(request, reviewerContextId);
+  await verifyRequestInputs(request);
+}

@@ -1,0 +1,133 @@
+import { mkdir, writeFile } from 'node:fs/promises';
+import { isAbsolute, join, resolve } from 'node:path';
+import { newId, type Clock } from '../core/index.js';
+import type { BoundFile, DiversityMode, ReviewConfig, ReviewRequestV1 } from '../contracts/index.js';
+import { defaultAdapters, type AdapterSet, type LaneSpec } from './adapters/index.js';
+import { laneSpec, loadReviewConfig, readBaseFile } from './config.js';
+import { gitText, resolveCommit } from './git.js';
+import { runLane, type LaneOutcome } from './lane.js';
+import { judgePanel, type PanelDecision, type PanelVerdict } from './panel.js';
+import { prepareReviewInputs, type ReviewInputs } from './request.js';
+
+export interface ReviewOptions {
+  readonly repoDir: string;
+  readonly base: string;
+  readonly head: string;
+  readonly configFile?: string;
+  /** Overrides the configured diversity mode. */
+  readonly mode?: DiversityMode;
+  /** proofgate data directory; the review lives in `<dataDir>/reviews/<review_id>`. Default `<git dir>/proofgate`. */
+  readonly dataDir?: string;
+  readonly subjectId?: string;
+  readonly author?: Partial<ReviewRequestV1['author']>;
+  readonly adapters?: Partial<AdapterSet>;
+  readonly env?: NodeJS.ProcessEnv;
+  readonly clock?: Clock;
+  /** Called after each lane (progress). */
+  readonly onLane?: (outcome: LaneOutcome) => void;
+}
+
+/** A prepared review: trusted settings, bound inputs and the lanes to run. */
+export interface PreparedReview {
+  readonly reviewId: string;
+  readonly repoDir: string;
+  readonly dataDir: string;
+  readonly configSource: string;
+  readonly config: ReviewConfig;
+  readonly lanes: LaneSpec[];
+  readonly inputs: ReviewInputs;
+}
+
+export interface ReviewOutcome {
+  readonly review_id: string;
+  readonly dir: string;
+  readonly subject_id: string;
+  readonly base_sha: string;
+  readonly head_sha: string;
+  readonly merge_base_sha: string;
+  readonly diff: BoundFile;
+  readonly acceptance_contract: BoundFile;
+  readonly author: ReviewRequestV1['author'];
+  readonly mode: DiversityMode;
+  readonly config_source: string;
+  readonly verdict: PanelVerdict;
+  readonly reasons: string[];
+  readonly lanes: LaneOutcome[];
+}
+
+/** `<git common dir>/proofgate` of the repository. */
+export async function defaultDataDir(repoDir: string): Promise<string> {
+  const common = await gitText(repoDir, ['rev-parse', '--git-common-dir']);
+  return join(isAbsolute(common) ? common : resolve(repoDir, common), 'proofgate');
+}
+
+/** Load the trusted config from the base, write the bound diff and contract, and resolve the lanes. */
+export async function prepareReview(options: ReviewOptions): Promise<PreparedReview> {
+  const repoDir = resolve(options.repoDir);
+  const baseSha = await resolveCommit(repoDir, options.base);
+  const loaded = await loadReviewConfig(repoDir, baseSha, options.configFile);
+  const contractText = loaded.config.acceptanceContract === undefined ? undefined : await readBaseFile(repoDir, baseSha, loaded.config.acceptanceContract);
+  const dataDir = resolve(options.dataDir ?? (await defaultDataDir(repoDir)));
+  const reviewId = newId('review');
+  const reviewDir = join(dataDir, 'reviews', reviewId);
+  await mkdir(reviewDir, { recursive: true });
+  const inputs = await prepareReviewInputs({
+    repoDir,
+    base: baseSha,
+    head: options.head,
+    reviewDir,
+    mode: options.mode ?? loaded.config.mode,
+    ...(contractText === undefined ? {} : { contractText }),
+    ...(options.subjectId === undefined ? {} : { subjectId: options.subjectId }),
+    ...(options.author === undefined ? {} : { author: options.author }),
+  });
+  return { reviewId, repoDir, dataDir, configSource: loaded.source, config: loaded.config, lanes: loaded.config.lanes.map(laneSpec), inputs };
+}
+
+/** Join lane outcomes with the panel and write `review.json` into the review directory. */
+export async function concludeReview(prepared: PreparedReview, lanes: LaneOutcome[]): Promise<ReviewOutcome> {
+  const { inputs } = prepared;
+  const decision: PanelDecision = judgePanel({ author: inputs.author, diversity_mode: inputs.mode }, lanes, {
+    expectedLanes: prepared.lanes.map((lane) => lane.id),
+  });
+  const outcome: ReviewOutcome = {
+    review_id: prepared.reviewId,
+    dir: inputs.reviewDir,
+    subject_id: inputs.subjectId,
+    base_sha: inputs.baseSha,
+    head_sha: inputs.headSha,
+    merge_base_sha: inputs.mergeBaseSha,
+    diff: inputs.diff,
+    acceptance_contract: inputs.contract,
+    author: inputs.author,
+    mode: inputs.mode,
+    config_source: prepared.configSource,
+    verdict: decision.verdict,
+    reasons: decision.reasons,
+    lanes,
+  };
+  await writeFile(join(inputs.reviewDir, 'review.json'), `${JSON.stringify(outcome, null, 2)}\n`);
+  return outcome;
+}
+
+/** Review a local change: every configured lane in turn, then the panel. */
+export async function runReview(options: ReviewOptions): Promise<ReviewOutcome> {
+  const prepared = await prepareReview(options);
+  const adapters = { ...defaultAdapters(), ...options.adapters };
+  const lanes: LaneOutcome[] = [];
+  for (const spec of prepared.lanes) {
+    const outcome = await runLane({
+      inputs: prepared.inputs,
+      spec,
+      review: prepared.config,
+      repoDir: prepared.repoDir,
+      dataDir: prepared.dataDir,
+      adapters,
+      ...(options.env === undefined ? {} : { env: options.env }),
+      ...(options.clock === undefined ? {} : { clock: options.clock }),
+    });
+    lanes.push(outcome);
+    options.onLane?.(outcome);
+  }
+  return concludeReview(prepared, lanes);
+}

@@ -1,0 +1,171 @@
+import { ProofgateError, assertSha256Digest, digestJson, newId, sha256Hex, systemClock } from '../core/index.js';
+import {
+  compileGraph,
+  createAcceptedResultRecord,
+  createGraphExecutor,
+  dagGraphType,
+  dagPosition,
+  persistRunDefinition,
+  resolveGraphPlan,
+  writeProofArtifact,
+  type AcceptedResultBinding,
+  type AcceptedResultRecord,
+  type GraphNode,
+  type ReadonlyJsonValue,
+  type WorkspaceAnchor,
+} from '../runtime/index.js';
+import type { RunStorage } from '../storage/policy-types.js';
+import { defaultAdapters } from './adapters/index.js';
+import { runLane, type LaneOutcome } from './lane.js';
+import { judgePanel, type PanelLane } from './panel.js';
+import { concludeReview, prepareReview, type PreparedReview, type ReviewOptions, type ReviewOutcome } from './review.js';
+
+export const PANEL_NODE = 'panel';
+const LANE_NODE_PREFIX = 'lane.';
+
+export interface RuntimeReviewOptions extends ReviewOptions {
+  readonly storage: RunStorage;
+  /** Default: a fresh `review-...` id. */
+  readonly runId?: string;
+}
+
+export interface RuntimeReviewResult {
+  readonly outcome: ReviewOutcome;
+  readonly runId: string;
+  /** Position of the panel node: where the accepted-result record lives. */
+  readonly position: string;
+  readonly record: AcceptedResultRecord;
+  /** The binding the record was made with; rebuild it from live values to resolve. */
+  readonly binding: AcceptedResultBinding;
+}
+
+/** Concurrency key of a reviewer family (a valid key whatever characters the family has). */
+function familyKey(family: string): string {
+  return `family.${sha256Hex(family).slice(0, 16)}`;
+}
+
+function toJson(value: unknown): ReadonlyJsonValue {
+  return JSON.parse(JSON.stringify(value)) as ReadonlyJsonValue;
+}
+
+/**
+ * What a review's accepted result is bound to: the head (as the workspace
+ * anchor's head), the diff and contract digests, the review scope and the
+ * reviewers' identities. Any of these differing from the live values makes
+ * `resolveAcceptedResult` answer `wait`.
+ */
+export function reviewBindingParts(
+  prepared: Pick<PreparedReview, 'repoDir' | 'inputs'>,
+  lanes: readonly Pick<LaneOutcome, 'lane_id' | 'family' | 'context_id'>[],
+): Pick<AcceptedResultBinding, 'inputHashes' | 'proofScope' | 'workspaceAnchor' | 'reviewerIdentity'> {
+  const { inputs } = prepared;
+  const workspaceAnchor: WorkspaceAnchor = {
+    schemaVersion: 1,
+    root: prepared.repoDir,
+    repositoryId: prepared.repoDir,
+    head: inputs.headSha,
+    fingerprint: digestJson({ diff: inputs.diff.sha256, base: inputs.baseSha, head: inputs.headSha }).slice('sha256:'.length),
+    scope: null,
+    files: [],
+  };
+  return {
+    inputHashes: { diff: assertSha256Digest(inputs.diff.sha256), acceptance_contract: assertSha256Digest(inputs.contract.sha256) },
+    proofScope: { kind: 'review', subject_id: inputs.subjectId, base_sha: inputs.baseSha, head_sha: inputs.headSha, mode: inputs.mode },
+    workspaceAnchor,
+    reviewerIdentity: { lanes: lanes.map((lane) => ({ lane_id: lane.lane_id, family: lane.family, context_id: lane.context_id })) },
+  };
+}
+
+function nodeOf(runData: GraphNode['runData'], timeoutMs: number): GraphNode {
+  return {
+    prompt: null,
+    scratchDirectory: null,
+    workspace: { mode: 'none', directory: null, allowedPaths: [] },
+    trustedCaller: {},
+    permissions: [],
+    policy: { inputBytes: 4_000_000, outputBytes: 1_000_000, timeoutMs, teardownGraceMs: 1_000, memoryBytes: 0, filesChanged: 0, linesChanged: 0, callTokens: null },
+    resultContract: null,
+    runData,
+    parseResult: null,
+    tokenBudget: null,
+    decideAction: null,
+  };
+}
+
+/**
+ * Run a review as a DAG graph run: one node per lane (concurrency 1 per
+ * reviewer family), a panel node after them, lane results stored as node
+ * events, and the panel verdict stored as an accepted-result record.
+ */
+export async function runReviewOnRuntime(options: RuntimeReviewOptions): Promise<RuntimeReviewResult> {
+  const prepared = await prepareReview(options);
+  const adapters = { ...defaultAdapters(), ...options.adapters };
+  const runId = options.runId ?? newId('review');
+  const families = [...new Set(prepared.lanes.map((lane) => lane.family))];
+  const graph = compileGraph(dagGraphType, {
+    id: 'proofgate-review',
+    definitionVersion: 1,
+    data: {
+      globalConcurrency: Math.max(1, prepared.lanes.length),
+      keyedConcurrency: Object.fromEntries(families.map((family) => [familyKey(family), 1])),
+      stopOnError: true,
+      retryCapPerNode: 0,
+    },
+    nodes: [
+      ...prepared.lanes.map((lane) => ({ id: `${LANE_NODE_PREFIX}${lane.id}`, data: { kind: 'required' as const, key: familyKey(lane.family) } })),
+      { id: PANEL_NODE, data: { kind: 'required' as const, key: null } },
+    ],
+    edges: prepared.lanes.map((lane) => ({ from: `${LANE_NODE_PREFIX}${lane.id}`, to: PANEL_NODE })),
+  });
+  const packageIdentity = { source: 'npm:proofgate', version: '0.1.0', digest: digestJson({ review: 'lanes-v1' }) };
+  const plan = resolveGraphPlan(graph.describe(), { package: packageIdentity, admission: { package: packageIdentity, permissions: [] }, executionLanes: [] });
+  await persistRunDefinition(options.storage, {
+    runId,
+    eventId: `${runId}-started`,
+    timestamp: (options.clock ?? systemClock).now().toISOString(),
+    graphDefinition: graph.definition,
+    resolvedPlan: plan,
+    resolvedInputs: toJson({ diff: prepared.inputs.diff.sha256, acceptance_contract: prepared.inputs.contract.sha256, head_sha: prepared.inputs.headSha }) as { [key: string]: ReadonlyJsonValue },
+    workspaceBinding: null,
+    hostBinding: null,
+  });
+  const laneOutcomes = new Map<string, LaneOutcome>();
+  const nodes: Record<string, GraphNode> = {};
+  for (const spec of prepared.lanes) {
+    nodes[`${LANE_NODE_PREFIX}${spec.id}`] = nodeOf(async () => {
+      const outcome = await runLane({
+        inputs: prepared.inputs, spec, review: prepared.config, repoDir: prepared.repoDir, dataDir: prepared.dataDir, adapters,
+        ...(options.env === undefined ? {} : { env: options.env }),
+        ...(options.clock === undefined ? {} : { clock: options.clock }),
+      });
+      laneOutcomes.set(spec.id, outcome);
+      options.onLane?.(outcome);
+      return toJson({ lane_id: outcome.lane_id, family: outcome.family, context_id: outcome.context_id, result: outcome.result, validation: outcome.validation });
+    }, spec.timeoutMs + 60_000);
+  }
+  nodes[PANEL_NODE] = nodeOf((context) => {
+    const lanes = Object.values(context.input.upstream) as unknown as PanelLane[];
+    const decision = judgePanel({ author: prepared.inputs.author, diversity_mode: prepared.inputs.mode }, lanes, { expectedLanes: prepared.lanes.map((lane) => lane.id) });
+    return toJson(decision);
+  }, 60_000);
+  const executor = await createGraphExecutor({ runId, graph, storage: options.storage, nodes, engines: [] });
+  const run = await executor.run();
+  if (run.kind !== 'complete') throw new ProofgateError('INTERNAL', `review run ${runId} did not complete: ${run.reason}`);
+  const ordered = prepared.lanes.map((lane) => laneOutcomes.get(lane.id)).filter((lane): lane is LaneOutcome => lane !== undefined);
+  const outcome = await concludeReview(prepared, ordered);
+  const scope = { namespace: options.storage.record.namespace, runId };
+  const proofArtifact = await writeProofArtifact(options.storage.artifactStore, scope, toJson({
+    verdict: outcome.verdict,
+    reasons: outcome.reasons,
+    lanes: ordered.map((lane) => ({ lane_id: lane.lane_id, result: lane.result, validation: lane.validation })),
+  }));
+  const binding: AcceptedResultBinding = {
+    ...reviewBindingParts(prepared, ordered),
+    proofArtifact,
+    graph: { definitionDigest: plan.plan.graph.definitionDigest, typeVersion: plan.plan.graph.typeVersion },
+    result: toJson({ verdict: outcome.verdict, reasons: outcome.reasons }),
+  };
+  const position = dagPosition(PANEL_NODE, 1);
+  const record = await createAcceptedResultRecord(options.storage, runId, position, binding);
+  return { outcome, runId, position, record, binding };
+}

@@ -1,0 +1,155 @@
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  loadReviewConfig,
+  parseReviewConfigText,
+  parseUnifiedDiff,
+  reviewDiffByRules,
+  reviewDiffForTests,
+  runReview,
+} from '../../src/review/index.js';
+import { makeRepo, sh, type TestRepo } from './repo-fixture.js';
+
+const AWS_ID = ['AKIA', 'IOSFODNN7EXAMPLE'].join('');
+const GH_TOKEN = ['ghp_', 'a'.repeat(36)].join('');
+const PEM = ['-----BEGIN RSA ', 'PRIVATE KEY-----'].join('');
+
+function diffOf(files: Record<string, string[]>): Buffer {
+  const parts: string[] = [];
+  for (const [path, added] of Object.entries(files)) {
+    parts.push(`diff --git a/${path} b/${path}`, `--- a/${path}`, `+++ b/${path}`, `@@ -1,1 +1,${added.length + 1} @@`, ' context');
+    parts.push(...added.map((line) => `+${line}`));
+  }
+  return Buffer.from(`${parts.join('\n')}\n`);
+}
+
+describe('rules reviewer', () => {
+  it('finds secrets in added lines without echoing them', () => {
+    const { findings } = reviewDiffByRules(diffOf({ 'config/keys.txt': [`aws = ${AWS_ID}`, `token: ${GH_TOKEN}`, PEM] }));
+    expect(findings.map((finding) => finding.title)).toEqual([
+      'added line looks like a AWS access key id',
+      'added line looks like a GitHub token',
+      'added line looks like a PEM private key',
+    ]);
+    expect(findings[0]).toMatchObject({ path: 'config/keys.txt', line: 2 });
+    expect(JSON.stringify(findings)).not.toContain(AWS_ID);
+    expect(JSON.stringify(findings)).not.toContain(GH_TOKEN);
+  });
+
+  it('ignores secrets on removed and context lines', () => {
+    const diff = Buffer.from(`diff --git a/k b/k\n--- a/k\n+++ b/k\n@@ -1,2 +1,1 @@\n ${AWS_ID}\n-${GH_TOKEN}\n`);
+    expect(reviewDiffByRules(diff).findings).toEqual([]);
+  });
+
+  it('finds conflict markers, forbidden paths and oversized diffs', () => {
+    const conflict = reviewDiffByRules(diffOf({ 'a.txt': ['<<<<<<< HEAD', 'x', '=======', 'y', '>>>>>>> other'] }));
+    expect(conflict.findings.map((finding) => finding.line)).toEqual([2, 4, 6]);
+    expect(reviewDiffByRules(diffOf({ 'doc.md': ['Title', '======='] })).findings).toEqual([]);
+    const forbidden = reviewDiffByRules(diffOf({ '.github/workflows/ci.yml': ['on: push'] }), { forbiddenPaths: ['.github/workflows/'] });
+    expect(forbidden.findings[0]?.title).toBe('change touches a forbidden path');
+    const big = reviewDiffByRules(diffOf({ 'a.txt': ['x'.repeat(200)] }), { maxDiffBytes: 100 });
+    expect(big.findings[0]?.title).toBe('diff too large to review');
+  });
+});
+
+describe('tests reviewer', () => {
+  it.each([
+    ['source without test', { 'src/a.ts': ['x'] }, 1],
+    ['source with test', { 'src/a.ts': ['x'], 'test/a.test.ts': ['y'] }, 0],
+    ['source with spec file', { 'lib/b.py': ['x'], 'lib/test_b.py': ['y'] }, 0],
+    ['docs only', { 'README.md': ['x'], 'docs/a.md': ['y'] }, 0],
+    ['go source without test', { 'pkg/x.go': ['x'] }, 1],
+  ] as const)('%s', (_name, files, count) => {
+    expect(reviewDiffForTests(diffOf(files as unknown as Record<string, string[]>)).findings).toHaveLength(count);
+  });
+
+  it('honours configured globs', () => {
+    const diff = diffOf({ 'app/main.rb': ['x'] });
+    expect(reviewDiffForTests(diff, { sourcePaths: ['lib/**'] }).findings).toHaveLength(0);
+    expect(reviewDiffForTests(diff, { sourcePaths: ['app/**'], testPaths: ['checks/**'] }).findings).toHaveLength(1);
+  });
+});
+
+describe('diff parsing', () => {
+  it('reads added, deleted and quoted paths and new line numbers', () => {
+    const text = [
+      'diff --git a/new.txt b/new.txt', 'new file mode 100644', '--- /dev/null', '+++ b/new.txt', '@@ -0,0 +1,2 @@', '+one', '+two',
+      'diff --git a/gone.txt b/gone.txt', 'deleted file mode 100644', '--- a/gone.txt', '+++ /dev/null', '@@ -1 +0,0 @@', '-bye',
+      'diff --git "a/sp ace\\tx" "b/sp ace\\tx"', '--- "a/sp ace\\tx"', '+++ "b/sp ace\\tx"', '@@ -3,1 +3,2 @@', ' keep', '+added',
+    ].join('\n');
+    const files = parseUnifiedDiff(text);
+    expect(files.map((file) => [file.oldPath, file.newPath])).toEqual([[null, 'new.txt'], ['gone.txt', null], ['sp ace\tx', 'sp ace\tx']]);
+    expect(files[0]?.added).toEqual([{ line: 1, text: 'one' }, { line: 2, text: 'two' }]);
+    expect(files[2]?.added).toEqual([{ line: 4, text: 'added' }]);
+  });
+});
+
+describe('review configuration', () => {
+  let repo: TestRepo;
+  let dir: string;
+  beforeAll(() => {
+    repo = makeRepo();
+    repo.commit({ '.proofgate.yml': 'review:\n  lanes:\n    - { id: rules, builtin: rules }\n  rules: { forbiddenPaths: ["secrets/"] }\n' }, 'config on base');
+    repo.branch('feature');
+    // The head tries to switch the reviewers off: it must not matter.
+    repo.commit({ '.proofgate.yml': 'review:\n  lanes:\n    - { id: rules, builtin: rules }\n  rules: { forbiddenPaths: [] }\n', 'secrets/key.txt': 'hidden\n' }, 'sneak');
+    repo.switchTo('main');
+    dir = mkdtempSync(join(tmpdir(), 'pg-review-cfg-'));
+  });
+  afterAll(() => {
+    repo.remove();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('reads .proofgate.yml from the base, never from the head', async () => {
+    const loaded = await loadReviewConfig(repo.dir, sh(repo.dir, ['rev-parse', 'main']));
+    expect(loaded.source).toMatch(/:\.proofgate\.yml$/);
+    const outcome = await runReview({ repoDir: repo.dir, base: 'main', head: 'feature', dataDir: join(dir, 'data') });
+    expect(outcome.verdict).toBe('REFUTED');
+    expect(outcome.lanes[0]?.result?.findings[0]?.path).toBe('secrets/key.txt');
+    expect(outcome.dir.startsWith(join(dir, 'data', 'reviews'))).toBe(true);
+  });
+
+  it('defaults to rules + tests in fresh-context mode when there is no config', async () => {
+    const loaded = await loadReviewConfig(repo.dir, sh(repo.dir, ['rev-parse', 'main~1']));
+    expect(loaded).toEqual({ source: 'default', config: { mode: 'fresh-context', lanes: [{ id: 'rules', builtin: 'rules' }, { id: 'tests', builtin: 'tests' }] } });
+  });
+
+  it('uses the acceptance contract file named in the config, as on the base', async () => {
+    const contract = repo.commit({ 'CONTRACT.md': 'add must add\n', '.proofgate.yml': 'review:\n  acceptanceContract: CONTRACT.md\n  lanes: [{ id: rules, builtin: rules }]\n' }, 'contract');
+    const outcome = await runReview({ repoDir: repo.dir, base: contract, head: contract, dataDir: join(dir, 'data2') });
+    expect(readFileSync(outcome.acceptance_contract.path, 'utf8')).toBe('add must add\n');
+    sh(repo.dir, ['reset', '-q', '--hard', 'HEAD~1']);
+  });
+
+  it.each([
+    ['review:\n  lanes:\n    - { id: a, builtin: rules }\n    - { id: b, builtin: tests }\n    - { id: c, command: [x], timeoutSeconds: -5 }\n', 'review.lanes[2].timeoutSeconds: expected a positive integer'],
+    ['review:\n  lanes:\n    - { id: a, builtin: rules, colour: red }\n', 'review.lanes[0].colour: unknown key'],
+    ['review:\n  modes: fresh-context\n  lanes: [{ id: a, builtin: rules }]\n', 'review.modes: unknown key'],
+    ['review:\n  mode: single\n  lanes: [{ id: a, builtin: rules }]\n', 'review.mode: expected one of'],
+    ['review:\n  lanes: [{ id: a, builtin: rules, command: [x] }]\n', 'review.lanes[0]: a lane needs exactly one of builtin, command or openai'],
+    ['review:\n  lanes: [{ id: a, builtin: rules }, { id: a, builtin: tests }]\n', 'review.lanes: lane ids must be unique'],
+    ['review:\n  lanes: [{ id: a, builtin: magic }]\n', 'review.lanes[0].builtin:'],
+    ['review: [\n', 'not valid YAML'],
+  ])('config error %#', (text, message) => {
+    let error: unknown;
+    try {
+      parseReviewConfigText(text, 'test.yml');
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).toMatchObject({ code: 'CONFIG' });
+    expect((error as Error).message).toContain(message);
+  });
+
+  it('an invalid --config file fails the review with one CONFIG error', async () => {
+    const file = join(dir, 'bad.yml');
+    writeFileSync(file, 'review:\n  lanes: [{ id: a, builtin: rules, timeoutSeconds: 0 }]\n');
+    await expect(runReview({ repoDir: repo.dir, base: 'main', head: 'feature', configFile: file, dataDir: join(dir, 'd3') })).rejects.toMatchObject({
+      code: 'CONFIG',
+      message: `${file}: review.lanes[0].timeoutSeconds: expected a positive integer`,
+    });
+  });
+});

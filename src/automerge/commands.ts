@@ -1,0 +1,187 @@
+/**
+ * Maintainer commands in change comments: `/proofgate <cmd>` or `@proofgate <cmd>`,
+ * one command per whole line. Lines inside fenced code blocks (``` or ~~~),
+ * indented code (4+ columns), block quotes (with their lazy continuation lines)
+ * and HTML comments are never commands, so quoting or pasting a command never
+ * triggers it.
+ */
+
+export type CommandKind = 'automerge' | 'stop' | 'review' | 'rebase' | 'status' | 'proof';
+
+export type AutomergeCommand =
+  | { readonly kind: 'automerge' | 'stop' | 'review' | 'rebase' | 'status' }
+  | { readonly kind: 'proof'; readonly scenarios: readonly string[]; readonly sha: string | null }
+  /** Anything else after the prefix: the router answers with a help reply. */
+  | { readonly kind: 'unknown'; readonly text: string }
+  /** A known command with bad arguments: the router answers with the reason. */
+  | { readonly kind: 'invalid'; readonly command: CommandKind; readonly reason: string; readonly text: string };
+
+/** A command plus where it was found. */
+export type ParsedCommand = AutomergeCommand & {
+  /** 1-based line number in the comment body. */
+  readonly line: number;
+  /** The command line as written, without surrounding whitespace. */
+  readonly source: string;
+};
+
+const PLAIN_COMMANDS = new Set(['automerge', 'stop', 'review', 'rebase', 'status']);
+/** Scenario names as the trusted config spells them. */
+const SCENARIO_NAME = /^[a-z0-9][a-z0-9._-]{0,63}$/;
+const FULL_SHA = /^[0-9a-f]{40}$/;
+/** A token that looks like a commit id (7+ hex digits): it must then be a full sha. */
+const SHA_LIKE = /^[0-9a-f]{7,}$/i;
+const COMMAND_LINE = /^(?:\/|@)proofgate(?:[ \t]+(.*))?$/i;
+const FENCE_OPEN = /^ {0,3}(`{3,}|~{3,})(.*)$/;
+/** Leading list-item markers, possibly nested (`- `, `* `, `+ `, `1. `, `1) `). */
+const LIST_MARKERS = /^(?: {0,3}(?:[-+*]|\d{1,9}[.)])(?:[ \t]+|$))+/;
+
+/** The fence marker a line opens, or null. A backtick fence's info string may not hold a backtick. */
+function openingFence(line: string): string | null {
+  const match = FENCE_OPEN.exec(line);
+  const marker = match?.[1];
+  if (marker === undefined) return null;
+  if (marker[0] === '`' && (match?.[2] ?? '').includes('`')) return null;
+  return marker;
+}
+
+function indentColumns(line: string): number {
+  let columns = 0;
+  for (const ch of line) {
+    if (ch === ' ') columns += 1;
+    else if (ch === '\t') columns += 4 - (columns % 4);
+    else break;
+  }
+  return columns;
+}
+
+function isBlank(line: string): boolean {
+  return line.trim() === '';
+}
+
+function parseProofArgs(text: string, args: string): AutomergeCommand {
+  const invalid = (reason: string): AutomergeCommand => ({ kind: 'invalid', command: 'proof', reason, text });
+  let rest = args.trim();
+  let sha: string | null = null;
+  const lastStart = rest.search(/\S+$/);
+  const lastToken = lastStart >= 0 ? rest.slice(lastStart) : '';
+  // A trailing token of 7+ hex digits is a commit id: it must be the full 40-hex sha.
+  if (SHA_LIKE.test(lastToken)) {
+    if (!FULL_SHA.test(lastToken.toLowerCase())) {
+      return invalid(`"${lastToken}" is not a full commit sha (40 hex digits)`);
+    }
+    sha = lastToken.toLowerCase();
+    rest = rest.slice(0, lastStart).trim();
+  }
+  if (rest === '') return { kind: 'proof', scenarios: [], sha };
+  const scenarios: string[] = [];
+  for (const raw of rest.split(',')) {
+    const name = raw.trim();
+    if (name === '') return invalid('empty scenario name in the comma-separated list');
+    if (/\s/.test(name)) return invalid(`"${name}": separate scenario names with commas and put the sha last`);
+    if (!SCENARIO_NAME.test(name)) {
+      return invalid(`"${name}" is not a scenario name (lowercase letters, digits, . _ -; at most 64 characters)`);
+    }
+    if (!scenarios.includes(name)) scenarios.push(name);
+  }
+  return { kind: 'proof', scenarios, sha };
+}
+
+function parseCommandText(text: string, args: string): AutomergeCommand {
+  const trimmed = args.trim();
+  if (trimmed === '') return { kind: 'unknown', text };
+  const match = /^(\S+)(?:\s+(.*))?$/.exec(trimmed);
+  const word = (match?.[1] ?? '').toLowerCase();
+  const rest = match?.[2] ?? '';
+  if (word === 'proof') return parseProofArgs(text, rest);
+  if (PLAIN_COMMANDS.has(word)) {
+    const kind = word as 'automerge' | 'stop' | 'review' | 'rebase' | 'status';
+    if (rest.trim() !== '') return { kind: 'invalid', command: kind, reason: `${kind} takes no arguments`, text };
+    return { kind };
+  }
+  return { kind: 'unknown', text };
+}
+
+type BlockState =
+  | { readonly kind: 'text' }
+  | { readonly kind: 'fence'; readonly marker: string }
+  | { readonly kind: 'quote' }
+  | { readonly kind: 'html-comment' }
+  | { readonly kind: 'indented-code' };
+
+/**
+ * Every command line in a comment body, in order. Never throws: an unreadable
+ * command is an `unknown` or `invalid` entry for the router to answer.
+ */
+export function parseCommands(body: string): ParsedCommand[] {
+  const lines = body.split(/\r\n|\r|\n/);
+  const found: ParsedCommand[] = [];
+  let state: BlockState = { kind: 'text' };
+  let previousBlank = true;
+  for (let index = 0; index < lines.length; index += 1) {
+    const line = lines[index] ?? '';
+    const blank = isBlank(line);
+    const wasBlank = previousBlank;
+    previousBlank = blank;
+    if (state.kind === 'fence') {
+      const close = /^ {0,3}(`{3,}|~{3,})\s*$/.exec(line);
+      if (close?.[1] !== undefined && close[1][0] === state.marker[0] && close[1].length >= state.marker.length) {
+        state = { kind: 'text' };
+      }
+      continue;
+    }
+    if (state.kind === 'html-comment') {
+      if (line.includes('-->')) state = { kind: 'text' };
+      continue;
+    }
+    // Block starts are looked for after any list-item markers (`- `, `1. `, nested).
+    const block = line.replace(LIST_MARKERS, '');
+    const fence = openingFence(block);
+    if (state.kind === 'quote' || state.kind === 'indented-code') {
+      if (blank) {
+        state = { kind: 'text' };
+        continue;
+      }
+      // A quote swallows lazy continuation lines, but not a line that opens a fence.
+      const continues = state.kind === 'quote' ? fence === null : indentColumns(line) >= 4;
+      if (continues) continue;
+      state = { kind: 'text' };
+    }
+    if (blank) continue;
+    if (fence !== null) {
+      state = { kind: 'fence', marker: fence };
+      continue;
+    }
+    if (/^ {0,3}>/.test(block)) {
+      state = { kind: 'quote' };
+      continue;
+    }
+    if (indentColumns(line) >= 4) {
+      if (wasBlank) state = { kind: 'indented-code' };
+      continue;
+    }
+    const trimmed = line.trim();
+    if (trimmed.startsWith('<!--')) {
+      if (!trimmed.includes('-->', 4)) state = { kind: 'html-comment' };
+      continue;
+    }
+    const match = COMMAND_LINE.exec(trimmed);
+    if (match === null) continue;
+    const command = parseCommandText(trimmed, match[1] ?? '');
+    found.push({ ...command, line: index + 1, source: trimmed });
+  }
+  return found;
+}
+
+/** One-line canonical text of a command (used by the ledger to compare comment versions). */
+export function commandText(command: AutomergeCommand): string {
+  switch (command.kind) {
+    case 'proof':
+      return ['proof', command.scenarios.join(','), command.sha ?? ''].filter((part) => part !== '').join(' ');
+    case 'unknown':
+      return `unknown ${command.text}`;
+    case 'invalid':
+      return `invalid ${command.text}`;
+    default:
+      return command.kind;
+  }
+}

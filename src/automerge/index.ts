@@ -1,0 +1,11 @@
+/**
+ * Automerge, the pure parts: command parsing, trust, signed markers, the check
+ * summarizer, the decision, the ledger reducer and status rendering.
+ */
+export * from './commands.js';
+export * from './trust.js';
+export * from './markers.js';
+export * from './checks.js';
+export * from './ledger.js';
+export * from './decide.js';
+export * from './status-comment.js';

@@ -1,0 +1,247 @@
+/**
+ * Hidden, signed markers in proofgate's own comments:
+ *
+ *   <!-- proofgate:marker v1 {"body":"…","change":"42","head":"…","kind":"review-verdict",…,"mac":"…"} -->
+ *
+ * The JSON names what the marker is about (kind, change, head, verdict …) and
+ * `body`, the sha256 of the comment's visible text (the body with every marker
+ * removed, CRLF as LF, outer whitespace trimmed). `mac` is HMAC-SHA256 with the
+ * server secret over the canonical JSON (RFC 8785) of every other field. A marker
+ * is trusted only when the comment's author is proofgate's own identity AND the
+ * HMAC verifies; a marker copied to another change or head, or into a comment
+ * whose text was edited, is rejected with the reason.
+ */
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { canonicalJson, ProofgateError, sha256Hex } from '../core/index.js';
+import type { ForgeComment } from '../forge/port.js';
+
+export type Verdict = 'CONFIRMED' | 'REFUTED' | 'HOLD';
+
+export interface ReviewVerdictFields {
+  readonly kind: 'review-verdict';
+  readonly change: string;
+  readonly head: string;
+  readonly verdict: Verdict;
+  /** Actionable findings behind a REFUTED verdict (0 otherwise). */
+  readonly findings: number;
+  /** The review dispatch that produced this verdict, when known (ties it to the ledger). */
+  readonly review: string | null;
+}
+
+export interface StatusFields {
+  readonly kind: 'automerge-status';
+  readonly change: string;
+  /** The head the status text describes. */
+  readonly head: string;
+  /** The status family (e.g. `automerge`): one comment per change and intent. */
+  readonly intent: string;
+}
+
+export type MarkerFields = ReviewVerdictFields | StatusFields;
+
+export type MarkerSecret = string | Uint8Array;
+
+export type MarkerRejection = 'not-self' | 'malformed' | 'bad-mac' | 'replayed' | 'edited';
+
+declare const trusted: unique symbol;
+
+/** A marker that passed every check. Only `readMarkers` makes these. */
+export type TrustedMarker<F extends MarkerFields = MarkerFields> = {
+  readonly fields: F;
+  readonly commentId: string;
+  readonly commentUpdatedAt: string;
+  /** Position of the marker in the comment. */
+  readonly index: number;
+} & { readonly [trusted]: true };
+
+export interface RejectedMarker {
+  readonly commentId: string;
+  readonly index: number;
+  readonly reason: MarkerRejection;
+  /** One line for the log. */
+  readonly detail: string;
+  /** The fields when they could be read (never trusted). */
+  readonly fields: MarkerFields | null;
+}
+
+export interface MarkerReadOptions {
+  readonly selfLogin: string;
+  readonly secret: MarkerSecret;
+  /** The change being read: a marker naming another change is a replay. */
+  readonly changeId?: string;
+  /** When set, a marker naming another head is a replay too (leave unset to see stale heads). */
+  readonly headSha?: string;
+}
+
+export interface MarkerReadResult {
+  readonly trusted: readonly TrustedMarker[];
+  readonly rejected: readonly RejectedMarker[];
+}
+
+/** Anything that looks like a marker (bounded, so a body full of unclosed openers stays linear). */
+const MARKER_ANY = /<!--\s*proofgate:marker\b[\s\S]{0,4096}?-->/g;
+const MARKER_V1 = /^<!-- proofgate:marker v1 (\{[^\n]*\}) -->$/;
+const CHANGE_ID = /^[A-Za-z0-9._:#/+@-]{1,128}$/;
+const HEAD_SHA = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
+const REVIEW_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+const INTENT = /^[a-z0-9][a-z0-9._-]{0,63}$/;
+const MAC_HEX = /^[0-9a-f]{64}$/;
+const VERDICTS: readonly string[] = ['CONFIRMED', 'REFUTED', 'HOLD'];
+const MAX_FINDINGS = 100_000;
+
+function secretBytes(secret: MarkerSecret): Uint8Array {
+  const bytes = typeof secret === 'string' ? Buffer.from(secret, 'utf8') : secret;
+  if (bytes.byteLength < 16) throw new ProofgateError('CONFIG', 'marker secret must be at least 16 bytes');
+  return bytes;
+}
+
+/** The part of a comment a marker binds: the body without markers, CRLF as LF, trimmed. */
+export function visibleText(body: string): string {
+  return body.replace(MARKER_ANY, '').replace(/\r\n?/g, '\n').trim();
+}
+
+/** Why `fields` cannot be a marker, or null when they can. */
+function fieldProblem(fields: Record<string, unknown>): string | null {
+  if (typeof fields.change !== 'string' || !CHANGE_ID.test(fields.change)) return 'change id';
+  if (typeof fields.head !== 'string' || !HEAD_SHA.test(fields.head)) return 'head sha (40 or 64 lowercase hex)';
+  if (fields.kind === 'review-verdict') {
+    const keys = Object.keys(fields).sort().join(',');
+    if (keys !== 'change,findings,head,kind,review,verdict') return `review-verdict fields (${keys})`;
+    if (typeof fields.verdict !== 'string' || !VERDICTS.includes(fields.verdict)) return 'verdict';
+    const findings = fields.findings;
+    if (typeof findings !== 'number' || !Number.isInteger(findings) || findings < 0 || findings > MAX_FINDINGS) return 'findings';
+    if (fields.review !== null && (typeof fields.review !== 'string' || !REVIEW_ID.test(fields.review))) return 'review id';
+    return null;
+  }
+  if (fields.kind === 'automerge-status') {
+    const keys = Object.keys(fields).sort().join(',');
+    if (keys !== 'change,head,intent,kind') return `automerge-status fields (${keys})`;
+    if (typeof fields.intent !== 'string' || !INTENT.test(fields.intent)) return 'intent';
+    return null;
+  }
+  return 'kind';
+}
+
+function mac(signed: Record<string, unknown>, secret: Uint8Array): string {
+  return createHmac('sha256', secret).update(canonicalJson(signed)).digest('hex');
+}
+
+/**
+ * One marker (an HTML comment line) for `fields`, bound to the comment's visible
+ * text (`''` when the comment holds nothing but markers).
+ */
+export function createMarker(fields: MarkerFields, secret: MarkerSecret, visible = ''): string {
+  const key = secretBytes(secret);
+  const plain: Record<string, unknown> = { ...fields };
+  const problem = fieldProblem(plain);
+  if (problem !== null) throw new ProofgateError('INVALID_INPUT', `marker: bad ${problem}`);
+  const signed = { ...plain, v: 1, body: sha256Hex(visibleText(visible)) };
+  return `<!-- proofgate:marker v1 ${canonicalJson({ ...signed, mac: mac(signed, key) })} -->`;
+}
+
+/** A comment body: the visible text, then one marker line per entry of `markers`. */
+export function composeMarkedBody(visible: string, markers: readonly MarkerFields[], secret: MarkerSecret): string {
+  const text = visibleText(visible);
+  const lines = markers.map((fields) => createMarker(fields, secret, text));
+  return lines.length === 0 ? text : `${text}\n\n${lines.join('\n')}\n`;
+}
+
+type Parsed = { ok: true; fields: MarkerFields; body: string; mac: string } | { ok: false; detail: string; fields: MarkerFields | null };
+
+function parseMarker(text: string): Parsed {
+  const match = MARKER_V1.exec(text);
+  if (match?.[1] === undefined) return { ok: false, detail: 'not a v1 marker line', fields: null };
+  let value: unknown;
+  try {
+    value = JSON.parse(match[1]);
+  } catch {
+    return { ok: false, detail: 'marker JSON does not parse', fields: null };
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return { ok: false, detail: 'marker JSON is not an object', fields: null };
+  const { v, body, mac: macHex, ...rest } = value as Record<string, unknown>;
+  if (v !== 1) return { ok: false, detail: 'marker version is not 1', fields: null };
+  if (typeof body !== 'string' || !MAC_HEX.test(body)) return { ok: false, detail: 'marker body digest missing', fields: null };
+  if (typeof macHex !== 'string' || !MAC_HEX.test(macHex)) return { ok: false, detail: 'marker mac missing', fields: null };
+  const problem = fieldProblem(rest);
+  if (problem !== null) return { ok: false, detail: `marker has a bad ${problem}`, fields: null };
+  return { ok: true, fields: rest as unknown as MarkerFields, body, mac: macHex };
+}
+
+/** Every marker in one comment, sorted into trusted and rejected (with reasons). */
+export function readMarkers(comment: ForgeComment, options: MarkerReadOptions): MarkerReadResult {
+  const key = secretBytes(options.secret);
+  const found = comment.body.match(MARKER_ANY) ?? [];
+  if (found.length === 0) return { trusted: [], rejected: [] };
+  const trustedOut: TrustedMarker[] = [];
+  const rejected: RejectedMarker[] = [];
+  const fromSelf = comment.author.toLowerCase() === options.selfLogin.toLowerCase();
+  const bodyDigest = sha256Hex(visibleText(comment.body));
+  found.forEach((text, index) => {
+    const parsed = parseMarker(text);
+    const reject = (reason: MarkerRejection, detail: string, fields: MarkerFields | null): void => {
+      rejected.push({ commentId: comment.id, index, reason, detail, fields });
+    };
+    if (!fromSelf) {
+      reject('not-self', `comment ${comment.id} is by ${comment.author}, not ${options.selfLogin}`, parsed.ok ? parsed.fields : null);
+      return;
+    }
+    if (!parsed.ok) {
+      reject('malformed', parsed.detail, null);
+      return;
+    }
+    const { body, mac: given, fields } = parsed;
+    const expected = Buffer.from(mac({ ...fields, v: 1, body }, key), 'hex');
+    if (!timingSafeEqual(expected, Buffer.from(given, 'hex'))) {
+      reject('bad-mac', 'HMAC does not verify (forged or altered marker)', fields);
+      return;
+    }
+    if (options.changeId !== undefined && fields.change !== options.changeId) {
+      reject('replayed', `marker names change ${fields.change}, read on change ${options.changeId}`, fields);
+      return;
+    }
+    if (options.headSha !== undefined && fields.head !== options.headSha) {
+      reject('replayed', `marker names head ${fields.head}, expected ${options.headSha}`, fields);
+      return;
+    }
+    if (!timingSafeEqual(Buffer.from(body, 'hex'), Buffer.from(bodyDigest, 'hex'))) {
+      reject('edited', `the text of comment ${comment.id} changed after proofgate signed it`, fields);
+      return;
+    }
+    trustedOut.push({ fields, commentId: comment.id, commentUpdatedAt: comment.updatedAt, index } as TrustedMarker);
+  });
+  return { trusted: trustedOut, rejected };
+}
+
+export type TrustedVerdict = TrustedMarker<ReviewVerdictFields>;
+
+export function isTrustedVerdict(marker: TrustedMarker): marker is TrustedVerdict {
+  return marker.fields.kind === 'review-verdict';
+}
+
+function timeOf(iso: string): number {
+  const t = Date.parse(iso);
+  return Number.isNaN(t) ? Number.NEGATIVE_INFINITY : t;
+}
+
+/**
+ * The trusted review verdicts of a change across its comments, oldest first
+ * (by comment update time, then comment order, then position in the comment),
+ * plus every rejected marker.
+ */
+export function collectVerdicts(
+  comments: readonly ForgeComment[],
+  options: MarkerReadOptions & { readonly changeId: string },
+): { readonly verdicts: readonly TrustedVerdict[]; readonly rejected: readonly RejectedMarker[] } {
+  const verdicts: { marker: TrustedVerdict; order: number }[] = [];
+  const rejected: RejectedMarker[] = [];
+  comments.forEach((comment, order) => {
+    const result = readMarkers(comment, options);
+    rejected.push(...result.rejected);
+    for (const marker of result.trusted) if (isTrustedVerdict(marker)) verdicts.push({ marker, order });
+  });
+  verdicts.sort(
+    (a, b) =>
+      timeOf(a.marker.commentUpdatedAt) - timeOf(b.marker.commentUpdatedAt) || a.order - b.order || a.marker.index - b.marker.index,
+  );
+  return { verdicts: verdicts.map((entry) => entry.marker), rejected };
+}

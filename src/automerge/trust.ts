@@ -1,0 +1,51 @@
+import type { RepoPermission } from '../forge/port.js';
+import type { AutomergeCommand } from './commands.js';
+
+/** Who wrote a command comment, as the forge reports it. */
+export interface CommandActor {
+  readonly login: string;
+  readonly permission: RepoPermission;
+  /** The actor opened the change. */
+  readonly isChangeAuthor: boolean;
+  /** The forge marks the account as a bot / app. */
+  readonly isBot: boolean;
+}
+
+export type Authorization = { readonly allowed: true } | { readonly allowed: false; readonly reason: string };
+
+/** Permissions that may drive automerge. */
+export const WRITE_PERMISSIONS: readonly RepoPermission[] = ['admin', 'maintain', 'write'];
+
+/** What the change's own author may ask for without write permission. */
+const AUTHOR_COMMANDS = new Set<AutomergeCommand['kind']>(['review', 'status', 'unknown', 'invalid']);
+
+function describe(command: AutomergeCommand): string {
+  return command.kind === 'invalid' ? `an invalid ${command.command} command` : `"${command.kind}"`;
+}
+
+/**
+ * May `actor` give `command`? A refusal's reason is the log line; the router does
+ * nothing else for a refused command (no reply, so strangers cannot make
+ * proofgate talk). `unknown` / `invalid` commands are allowed for those who may
+ * command at all, so they get a help reply.
+ */
+export function authorizeCommand(command: AutomergeCommand, actor: CommandActor, selfLogin: string): Authorization {
+  if (actor.login.toLowerCase() === selfLogin.toLowerCase()) {
+    return { allowed: false, reason: `ignored ${describe(command)}: written by proofgate's own identity (${actor.login})` };
+  }
+  if (actor.isBot) {
+    return { allowed: false, reason: `ignored ${describe(command)} from bot account ${actor.login}: bots cannot command proofgate` };
+  }
+  if (WRITE_PERMISSIONS.includes(actor.permission)) return { allowed: true };
+  if (actor.isChangeAuthor) {
+    if (AUTHOR_COMMANDS.has(command.kind)) return { allowed: true };
+    return {
+      allowed: false,
+      reason: `ignored ${describe(command)} from ${actor.login}: the change's author (permission ${actor.permission}) may only ask for review or status`,
+    };
+  }
+  return {
+    allowed: false,
+    reason: `ignored ${describe(command)} from ${actor.login}: permission ${actor.permission} is below write and ${actor.login} is not the change's author`,
+  };
+}

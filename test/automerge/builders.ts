@@ -1,0 +1,84 @@
+import {
+  collectVerdicts,
+  composeMarkedBody,
+  type ReviewVerdictFields,
+  type TrustedVerdict,
+  type Verdict,
+} from '../../src/automerge/index.js';
+import type { ChangeSnapshot, ForgeCheck, ForgeComment } from '../../src/forge/port.js';
+
+export const SECRET = 'test-secret-0123456789abcdef';
+export const SELF = 'proofgate[bot]';
+export const CHANGE = '42';
+export const HEAD = 'a'.repeat(40);
+export const OLD_HEAD = 'b'.repeat(40);
+export const BASE = 'c'.repeat(40);
+
+let commentSeq = 0;
+
+export function comment(body: string, overrides: Partial<ForgeComment> = {}): ForgeComment {
+  commentSeq += 1;
+  return {
+    id: `c${commentSeq}`,
+    author: SELF,
+    authorType: 'Bot',
+    body,
+    createdAt: '2024-05-01T10:00:00Z',
+    updatedAt: '2024-05-01T10:00:00Z',
+    ...overrides,
+  };
+}
+
+export function verdictFields(overrides: Partial<ReviewVerdictFields> = {}): ReviewVerdictFields {
+  return { kind: 'review-verdict', change: CHANGE, head: HEAD, verdict: 'CONFIRMED', findings: 0, review: null, ...overrides };
+}
+
+/** A review comment proofgate wrote, with a verdict marker. */
+export function verdictComment(fields: Partial<ReviewVerdictFields> = {}, overrides: Partial<ForgeComment> = {}): ForgeComment {
+  const f = verdictFields(fields);
+  return comment(composeMarkedBody(`Review of ${f.head}: ${f.verdict}`, [f], SECRET), overrides);
+}
+
+/** Trusted verdicts, made the real way: signed, written as comments, read back. */
+export function verdicts(...entries: { head?: string; verdict?: Verdict; findings?: number; review?: string | null; change?: string }[]): TrustedVerdict[] {
+  const comments = entries.map((entry, i) =>
+    verdictComment(entry, { updatedAt: new Date(Date.parse('2024-05-01T10:00:00Z') + i * 1000).toISOString() }),
+  );
+  return [...collectVerdicts(comments, { selfLogin: SELF, secret: SECRET, changeId: entries[0]?.change ?? CHANGE }).verdicts];
+}
+
+export function check(name: string, overrides: Partial<ForgeCheck> = {}): ForgeCheck {
+  return {
+    kind: 'check_run',
+    name,
+    workflow: 'CI',
+    status: 'completed',
+    conclusion: 'success',
+    startedAt: '2024-05-01T10:00:00Z',
+    completedAt: '2024-05-01T10:05:00Z',
+    url: null,
+    headSha: HEAD,
+    ...overrides,
+  };
+}
+
+export function snapshot(overrides: Partial<ChangeSnapshot> = {}): ChangeSnapshot {
+  return {
+    id: CHANGE,
+    number: 42,
+    title: 'Add a feature',
+    state: 'open',
+    draft: false,
+    base: { ref: 'main', sha: BASE },
+    head: { ref: 'feature', sha: HEAD },
+    author: { login: 'alice', permission: 'read' },
+    mergeable: 'MERGEABLE',
+    mergeStateStatus: 'CLEAN',
+    labels: [],
+    checks: [check('build'), check('test')],
+    comments: [],
+    mergeCommitSha: null,
+    url: null,
+    ...overrides,
+  };
+}

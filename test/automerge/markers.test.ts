@@ -1,0 +1,172 @@
+import { createHmac } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import {
+  collectVerdicts,
+  composeMarkedBody,
+  createMarker,
+  readMarkers,
+  visibleText,
+  type MarkerFields,
+  type MarkerRejection,
+} from '../../src/automerge/index.js';
+import { canonicalJson, isProofgateError } from '../../src/core/index.js';
+import { CHANGE, HEAD, OLD_HEAD, SECRET, SELF, comment, verdictComment, verdictFields } from './builders.js';
+
+const OPTIONS = { selfLogin: SELF, secret: SECRET, changeId: CHANGE };
+
+/** A marker line with arbitrary JSON, signed correctly over everything but `mac`. */
+function signedRaw(payload: Record<string, unknown>, secret = SECRET): string {
+  const mac = createHmac('sha256', secret).update(canonicalJson(payload)).digest('hex');
+  return `<!-- proofgate:marker v1 ${canonicalJson({ ...payload, mac })} -->`;
+}
+
+function markerJson(body: string): Record<string, unknown> {
+  const match = /<!-- proofgate:marker v1 (\{.*\}) -->/.exec(body);
+  if (match?.[1] === undefined) throw new Error('no marker');
+  return JSON.parse(match[1]) as Record<string, unknown>;
+}
+
+describe('markers: trusted', () => {
+  it('round-trips a review verdict marker', () => {
+    const c = verdictComment({ verdict: 'REFUTED', findings: 2, review: 'rev_1' });
+    const { trusted, rejected } = readMarkers(c, OPTIONS);
+    expect(rejected).toEqual([]);
+    expect(trusted.map((m) => [m.fields, m.commentId, m.index])).toEqual([[verdictFields({ verdict: 'REFUTED', findings: 2, review: 'rev_1' }), c.id, 0]]);
+  });
+
+  const rows: [string, (body: string) => string, Partial<Parameters<typeof comment>[1]>][] = [
+    ['CRLF line ends', (b) => b.replace(/\n/g, '\r\n'), {}],
+    ['extra whitespace around the body', (b) => `\n\n  ${b}\n\n`, {}],
+    ['self login in another case', (b) => b, { author: 'ProofGate[BOT]' }],
+  ];
+  it.each(rows)('still trusted with %s', (_name, change, overrides) => {
+    const c = verdictComment();
+    const { trusted, rejected } = readMarkers({ ...c, ...overrides, body: change(c.body) }, OPTIONS);
+    expect(rejected).toEqual([]);
+    expect(trusted).toHaveLength(1);
+  });
+
+  it('reads several markers from one comment, in order', () => {
+    const fields: MarkerFields[] = [
+      verdictFields({ head: OLD_HEAD, verdict: 'REFUTED', findings: 1 }),
+      verdictFields(),
+      { kind: 'automerge-status', change: CHANGE, head: HEAD, intent: 'automerge' },
+    ];
+    const c = comment(composeMarkedBody('text', fields, SECRET));
+    expect(readMarkers(c, OPTIONS).trusted.map((m) => m.fields)).toEqual(fields);
+  });
+
+  it('finds nothing in a comment without markers', () => {
+    expect(readMarkers(comment('just text'), OPTIONS)).toEqual({ trusted: [], rejected: [] });
+  });
+
+  it('marker text never contains the secret', () => {
+    const c = verdictComment();
+    expect(c.body).not.toContain(SECRET);
+    expect(c.body).toMatch(/^Review of a{40}: CONFIRMED\n\n<!-- proofgate:marker v1 \{.*\} -->\n$/);
+  });
+
+  it('visibleText strips markers and normalizes line ends', () => {
+    expect(visibleText('a\r\nb\n\n<!-- proofgate:marker v1 {} -->\n')).toBe('a\nb');
+  });
+});
+
+describe('markers: rejected', () => {
+  const genuine = verdictComment();
+  const payload = markerJson(genuine.body);
+  const { mac: _mac, ...unsigned } = payload;
+  const { body: _body, ...withoutBody } = unsigned;
+  const withLine = (line: string): string => `Review\n\n${line}`;
+  const forgedVerdict = genuine.body.replace('"verdict":"CONFIRMED"', '"verdict":"HOLD"').replace('CONFIRMED\n', 'HOLD\n');
+
+  const rows: [string, () => ReturnType<typeof comment>, MarkerRejection, Record<string, unknown>][] = [
+    ['written by a human', () => ({ ...genuine, author: 'mallory', authorType: 'User' }), 'not-self', {}],
+    ['written by another bot', () => ({ ...genuine, author: 'other[bot]' }), 'not-self', {}],
+    ['verdict field changed', () => ({ ...genuine, body: forgedVerdict }), 'bad-mac', {}],
+    ['head field changed', () => ({ ...genuine, body: genuine.body.replace(`"head":"${HEAD}"`, `"head":"${OLD_HEAD}"`) }), 'bad-mac', {}],
+    ['signed with another secret', () => comment(composeMarkedBody('Review', [verdictFields()], 'another-secret-0123456789')), 'bad-mac', {}],
+    ['mac digit flipped', () => ({ ...genuine, body: genuine.body.replace(/"mac":"(.)/, (_m, d: string) => `"mac":"${d === '0' ? '1' : '0'}`) }), 'bad-mac', {}],
+    ['signed without the body digest', () => comment(withLine(signedRaw(withoutBody))), 'malformed', {}],
+    ['JSON does not parse', () => comment(withLine('<!-- proofgate:marker v1 {"kind": -->')), 'malformed', {}],
+    ['version 2', () => comment(withLine(genuine.body.split('\n').find((l) => l.startsWith('<!--'))?.replace(' v1 ', ' v2 ') ?? '')), 'malformed', {}],
+    ['unknown kind', () => comment(withLine(signedRaw({ ...unsigned, kind: 'merge-now' }))), 'malformed', {}],
+    ['short head', () => comment(withLine(signedRaw({ ...unsigned, head: 'abc1234' }))), 'malformed', {}],
+    ['extra field', () => comment(withLine(signedRaw({ ...unsigned, admin: true }))), 'malformed', {}],
+    ['verdict not a known one', () => comment(withLine(signedRaw({ ...unsigned, verdict: 'PASS' }))), 'malformed', {}],
+    ['negative findings', () => comment(withLine(signedRaw({ ...unsigned, findings: -1 }))), 'malformed', {}],
+    ['mac not hex', () => comment(withLine(`<!-- proofgate:marker v1 ${canonicalJson({ ...unsigned, mac: 'zz' })} -->`)), 'malformed', {}],
+    ['JSON is an array', () => comment(withLine('<!-- proofgate:marker v1 [1] -->')), 'malformed', {}],
+    ['marker spread over lines', () => comment(withLine(genuine.body.slice(genuine.body.indexOf('<!--')).replace(' v1 ', '\nv1 '))), 'malformed', {}],
+    ['visible text edited', () => ({ ...genuine, body: genuine.body.replace('Review of', 'Reviewed by a human:') }), 'edited', {}],
+    ['marker copied into another proofgate comment', () => comment(`Status\n\n${genuine.body.slice(genuine.body.indexOf('<!--'))}`), 'edited', {}],
+    ['copied onto another change', () => ({ ...genuine }), 'replayed', { changeId: '43' }],
+    ['read against another head', () => ({ ...genuine }), 'replayed', { headSha: OLD_HEAD }],
+  ];
+  it.each(rows)('%s', (_name, make, reason, extra) => {
+    const c = make();
+    const { trusted, rejected } = readMarkers(c, { ...OPTIONS, ...extra });
+    expect(trusted).toEqual([]);
+    expect(rejected.map((r) => r.reason)).toEqual([reason]);
+    expect(rejected[0]?.commentId).toBe(c.id);
+    expect(rejected[0]?.detail).not.toMatch(/\n/);
+  });
+
+  it('a forged marker appended to a proofgate comment is rejected and the genuine one kept', () => {
+    const forged = `${genuine.body}\n<!-- proofgate:marker v1 ${canonicalJson({ ...payload, verdict: 'HOLD' })} -->`;
+    const { trusted, rejected } = readMarkers({ ...genuine, body: forged }, OPTIONS);
+    expect(trusted.map((m) => m.fields)).toEqual([verdictFields()]);
+    expect(rejected.map((r) => [r.reason, r.index])).toEqual([['bad-mac', 1]]);
+  });
+});
+
+describe('createMarker: bad input', () => {
+  const rows: [string, MarkerFields, string, string][] = [
+    ['head not hex', verdictFields({ head: 'z'.repeat(40) }), SECRET, 'INVALID_INPUT'],
+    ['head abbreviated', verdictFields({ head: 'abc1234' }), SECRET, 'INVALID_INPUT'],
+    ['change id with spaces', verdictFields({ change: 'a b' }), SECRET, 'INVALID_INPUT'],
+    ['change id closing the comment', verdictFields({ change: '-->' }), SECRET, 'INVALID_INPUT'],
+    ['negative findings', verdictFields({ findings: -1 }), SECRET, 'INVALID_INPUT'],
+    ['fractional findings', verdictFields({ findings: 1.5 }), SECRET, 'INVALID_INPUT'],
+    ['review id with spaces', verdictFields({ review: 'a b' }), SECRET, 'INVALID_INPUT'],
+    ['bad intent', { kind: 'automerge-status', change: CHANGE, head: HEAD, intent: 'Auto Merge' }, SECRET, 'INVALID_INPUT'],
+    ['short secret', verdictFields(), 'short', 'CONFIG'],
+    ['empty secret bytes', verdictFields(), '', 'CONFIG'],
+  ];
+  it.each(rows)('%s', (_name, fields, secret, code) => {
+    let caught: unknown;
+    try {
+      createMarker(fields, secret);
+    } catch (error) {
+      caught = error;
+    }
+    expect(isProofgateError(caught, code as 'INVALID_INPUT' | 'CONFIG')).toBe(true);
+  });
+
+  it('accepts a secret given as bytes', () => {
+    const secret = new Uint8Array(32).fill(7);
+    const c = comment(composeMarkedBody('x', [verdictFields()], secret));
+    expect(readMarkers(c, { ...OPTIONS, secret }).trusted).toHaveLength(1);
+  });
+});
+
+describe('collectVerdicts', () => {
+  it('orders verdicts by comment update time and skips status markers and rejected ones', () => {
+    const late = verdictComment({ verdict: 'REFUTED', findings: 1 }, { updatedAt: '2024-05-02T00:00:00Z' });
+    const early = verdictComment({ verdict: 'CONFIRMED' }, { updatedAt: '2024-05-01T00:00:00.500Z' });
+    const status = comment(composeMarkedBody('status', [{ kind: 'automerge-status', change: CHANGE, head: HEAD, intent: 'automerge' }], SECRET));
+    const foreign = { ...verdictComment(), author: 'mallory' };
+    const result = collectVerdicts([late, status, foreign, early], OPTIONS);
+    expect(result.verdicts.map((v) => v.fields.verdict)).toEqual(['CONFIRMED', 'REFUTED']);
+    expect(result.rejected.map((r) => r.reason)).toEqual(['not-self']);
+  });
+});
+
+describe('readMarkers: hostile bodies', () => {
+  it('stays fast on a body full of unclosed marker openers', () => {
+    const body = '<!-- proofgate:marker v1 '.repeat(2600);
+    const started = performance.now();
+    const result = readMarkers(comment(body), OPTIONS);
+    expect(performance.now() - started).toBeLessThan(1000);
+    expect(result.trusted).toEqual([]);
+  });
+});

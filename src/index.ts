@@ -4,3 +4,8 @@
  */
 export * from './core/index.js';
 export * from './storage/index.js';
+export * from './runtime/index.js';
+export * from './contracts/index.js';
+export * from './forge/index.js';
+export * from './review/index.js';
+export * from './automerge/index.js';

@@ -4,6 +4,17 @@ import { ProofgateError, errorMessage, isProofgateError } from '../core/index.js
 /** Exit codes shared by every command. */
 export const EXIT = { ok: 0, failure: 1, usage: 2 } as const;
 
+/**
+ * The exit status a command asks for when its outcome is not plain success or
+ * failure (e.g. `proofgate review`: 3 REFUTED, 5 HOLD). The command's output is
+ * written first; runCli returns this status once the command has finished.
+ */
+export const commandExit = { status: EXIT.ok as number };
+
+export function setExitStatus(status: number): void {
+  commandExit.status = status;
+}
+
 /** A usage error: wrong arguments. Exit 2. */
 export function usageError(message: string): ProofgateError {
   return new ProofgateError('USAGE', message);

@@ -1,7 +1,11 @@
 import { Command, CommanderError } from 'commander';
 import { readFileSync } from 'node:fs';
 import { registerCanonicalCommands } from './commands/canonical.js';
-import { EXIT, reportError } from './io.js';
+import { registerChangeCommands } from './commands/change.js';
+import { registerChecksCommands } from './commands/checks.js';
+import { registerReviewCommands } from './commands/review.js';
+import { registerRunsCommands } from './commands/runs.js';
+import { EXIT, commandExit, reportError } from './io.js';
 
 function packageVersion(): string {
   const url = new URL('../../package.json', import.meta.url);
@@ -20,6 +24,10 @@ export function buildProgram(): Command {
     });
   program.exitOverride();
   registerCanonicalCommands(program);
+  registerChangeCommands(program);
+  registerChecksCommands(program);
+  registerReviewCommands(program);
+  registerRunsCommands(program);
   for (const command of program.commands) command.exitOverride();
   return program;
 }
@@ -27,13 +35,13 @@ export function buildProgram(): Command {
 /** Run the CLI and return the exit code (never throws). */
 export async function runCli(argv: readonly string[]): Promise<number> {
   const program = buildProgram();
+  commandExit.status = EXIT.ok;
   try {
     await program.parseAsync([...argv], { from: 'user' });
-    return EXIT.ok;
+    return commandExit.status;
   } catch (error) {
     if (error instanceof CommanderError) {
       if (error.code === 'commander.helpDisplayed' || error.code === 'commander.version' || error.code === 'commander.help') return EXIT.ok;
-      if (error.code === 'commander.executeSubCommandAsync') return error.exitCode;
       return EXIT.usage;
     }
     return reportError(error);

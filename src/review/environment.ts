@@ -1,5 +1,7 @@
+import { PORTABLE_ENV, allowListedEnv } from '../core/index.js';
+
 /** Variables a reviewer process inherits from proofgate's environment; nothing else passes. */
-export const REVIEWER_ENV_ALLOW = ['PATH', 'LANG', 'LC_ALL', 'LC_CTYPE', 'TZ'] as const;
+export const REVIEWER_ENV_ALLOW = PORTABLE_ENV;
 
 /** The variables proofgate sets for every command reviewer. */
 export interface ReviewerVariables {
@@ -19,13 +21,7 @@ export interface ReviewerVariables {
  * Tokens, cloud credentials and proofgate's own settings never pass.
  */
 export function reviewerEnvironment(parent: NodeJS.ProcessEnv, vars: ReviewerVariables): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const name of REVIEWER_ENV_ALLOW) {
-    const value = parent[name];
-    if (value !== undefined) env[name] = value;
-  }
-  env.PATH ??= '/usr/local/bin:/usr/bin:/bin';
-  Object.assign(env, {
+  return allowListedEnv(parent, REVIEWER_ENV_ALLOW, {
     HOME: vars.home,
     TMPDIR: vars.tmp,
     PROOFGATE_REVIEW_REQUEST: vars.requestFile,
@@ -35,5 +31,4 @@ export function reviewerEnvironment(parent: NodeJS.ProcessEnv, vars: ReviewerVar
     PROOFGATE_REVIEW_FAMILY: vars.family,
     PROOFGATE_REVIEW_CONTEXT_ID: vars.contextId,
   });
-  return env;
 }

@@ -174,4 +174,26 @@ describe('local forge: checks run', () => {
     expect(texts[0]).toBe('api_key=[redacted:assignment]\nfine\n');
     expect(texts[1]).toBe('[proofgate] output withheld: it contained a configured secret\n');
   });
+
+  it('runs checks with an allow-listed environment: tokens in proofgate\'s environment do not reach them', async () => {
+    const config = yamlChecks([{ name: 'env', run: 'env | sort' }]);
+    fixture = await localFixture(config);
+    const { forge } = fixture;
+    const change = await forge.openChange({ head: 'feature', base: 'main' });
+    const saved = { token: process.env.GITHUB_TOKEN, aws: process.env.AWS_SECRET_ACCESS_KEY };
+    process.env.GITHUB_TOKEN = 'gh-token-in-parent-env';
+    process.env.AWS_SECRET_ACCESS_KEY = 'aws-secret-in-parent-env';
+    try {
+      const { results } = await forge.runChecks(change.id);
+      const { runId, digest } = parseOutputUrl(results[0]?.outputUrl ?? '');
+      const text = Buffer.from(await forge.store.storage.artifactStore.read({ namespace: forge.store.storage.namespace, runId }, digest)).toString();
+      expect(text).toMatch(/^PATH=/m);
+      expect(text).not.toContain('gh-token-in-parent-env');
+      expect(text).not.toContain('aws-secret-in-parent-env');
+      expect(text).not.toMatch(/^(GITHUB_TOKEN|AWS_SECRET_ACCESS_KEY)=/m);
+    } finally {
+      if (saved.token === undefined) delete process.env.GITHUB_TOKEN; else process.env.GITHUB_TOKEN = saved.token;
+      if (saved.aws === undefined) delete process.env.AWS_SECRET_ACCESS_KEY; else process.env.AWS_SECRET_ACCESS_KEY = saved.aws;
+    }
+  });
 });

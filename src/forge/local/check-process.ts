@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { TOOLCHAIN_ENV, allowListedEnv } from '../../core/index.js';
 
 /**
  * Run one check command in its own process group: a shell command line through
@@ -64,7 +65,7 @@ export function runCheckProcess(request: CheckProcessRequest): Promise<CheckProc
       cwd: request.cwd,
       detached: true,
       stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, ...request.env },
+      env: allowListedEnv(process.env, TOOLCHAIN_ENV, request.env),
       windowsHide: true,
     });
     let killTimer: NodeJS.Timeout | undefined;

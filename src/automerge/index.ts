@@ -9,3 +9,4 @@ export * from './checks.js';
 export * from './ledger.js';
 export * from './decide.js';
 export * from './status-comment.js';
+export * from './repair/index.js';

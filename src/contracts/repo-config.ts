@@ -50,7 +50,9 @@ export const automergeConfigSchema = z
     transientWaitMs: nonNegativeInt.optional(),
     transientPollMs: positiveInt.optional(),
     gate: commandArgv.optional(),
-    agentFix: z.object({ command: commandArgv }).strict().optional(),
+    gateTimeoutSeconds: positiveInt.optional(),
+    repairOutputBytes: positiveInt.optional(),
+    agentFix: z.object({ command: commandArgv, timeoutSeconds: positiveInt.optional() }).strict().optional(),
   })
   .strict();
 

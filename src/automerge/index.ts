@@ -10,3 +10,4 @@ export * from './ledger.js';
 export * from './decide.js';
 export * from './status-comment.js';
 export * from './repair/index.js';
+export * from './loop/index.js';

@@ -1,8 +1,10 @@
 import { Command, CommanderError } from 'commander';
 import { readFileSync } from 'node:fs';
+import { registerAutomergeCommands } from './commands/automerge.js';
 import { registerCanonicalCommands } from './commands/canonical.js';
 import { registerChangeCommands } from './commands/change.js';
 import { registerChecksCommands } from './commands/checks.js';
+import { registerDemoCommands } from './commands/demo.js';
 import { registerReviewCommands } from './commands/review.js';
 import { registerRunsCommands } from './commands/runs.js';
 import { EXIT, commandExit, reportError } from './io.js';
@@ -23,9 +25,11 @@ export function buildProgram(): Command {
       outputError: (text, write) => write(`proofgate: ${text.replace(/^error: /, '').trim()}\n`),
     });
   program.exitOverride();
+  registerAutomergeCommands(program);
   registerCanonicalCommands(program);
   registerChangeCommands(program);
   registerChecksCommands(program);
+  registerDemoCommands(program);
   registerReviewCommands(program);
   registerRunsCommands(program);
   for (const command of program.commands) command.exitOverride();

@@ -39,9 +39,10 @@ describe('proofgate change / checks (local forge CLI)', () => {
     expect(list.status).toBe(0);
     expect(JSON.parse(list.stdout)).toMatchObject([{ id: '1', state: 'open', head: 'feature', base: 'main', title: 'Add a feature', author: 'Tess Tester' }]);
 
-    const comment = runCli(['change', 'comment', '1', '/proofgate automerge', '--as', 'alice', '--repo', repo.dir, '--json']);
+    // A plain comment: a command line here would start the automerge loop (test/automerge/loop/cli.test.ts covers that).
+    const comment = runCli(['change', 'comment', '1', 'looks good to me', '--as', 'alice', '--repo', repo.dir, '--json']);
     expect(comment.status).toBe(0);
-    expect(JSON.parse(comment.stdout)).toMatchObject({ author: 'alice', authorType: 'User', body: '/proofgate automerge' });
+    expect(JSON.parse(comment.stdout)).toMatchObject({ author: 'alice', authorType: 'User', body: 'looks good to me' });
 
     const checks = runCli(['checks', 'run', '1', '--repo', repo.dir]);
     expect(checks.status).toBe(1);

@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import type { ChangeSnapshot, ForgeComment } from '../../forge/port.js';
 import { GitRepository, defaultLocalDataDir, openLocalForge, type ChangeRecord, type LocalForge } from '../../forge/local/index.js';
 import { resolveDataDir } from '../data-dir.js';
+import { routeLocalComment } from './automerge.js';
 import { emit, usageError } from '../io.js';
 
 /** `--repo` / `--data`, shared by every local-forge command. */
@@ -128,7 +129,11 @@ export function registerChangeCommands(program: Command): void {
       .option('--json', 'print the comment as JSON'),
   ).action(async (id: string, text: string, flags: LocalForgeFlags & { as?: string }) => {
     nonEmpty(text, 'the comment text');
-    const comment = await withLocalForge(flags, async (forge) => forge.commentAs(id, text, flags.as ?? (await forge.localIdentity())));
+    const comment = await withLocalForge(flags, async (forge) => {
+      const posted = await forge.commentAs(id, text, flags.as ?? (await forge.localIdentity()));
+      await routeLocalComment(forge, resolveDataDir(flags.data, defaultLocalDataDir(forge.repo)), id, posted);
+      return posted;
+    });
     await emit(Boolean(flags.json), comment, () => renderComment(id, comment));
   });
 

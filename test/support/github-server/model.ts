@@ -84,13 +84,14 @@ export class RepositoryModel {
   }
 
   /** A new commit: the parent's files with `files` applied (a null value deletes a file). */
-  commit(options: { parent?: string; files?: Readonly<Record<string, string | Uint8Array | null>> } = {}): string {
+  /** `sha`: use this id (e.g. a real git commit's, so a real repository can mirror the model). */
+  commit(options: { parent?: string; files?: Readonly<Record<string, string | Uint8Array | null>>; sha?: string } = {}): string {
     const files = new Map(options.parent === undefined ? [] : this.requireCommit(options.parent).files);
     for (const [file, content] of Object.entries(options.files ?? {})) {
       if (content === null) files.delete(file);
       else files.set(file, typeof content === 'string' ? new TextEncoder().encode(content) : content);
     }
-    const sha = randomBytes(20).toString('hex');
+    const sha = options.sha ?? randomBytes(20).toString('hex');
     this.commits.set(sha, { parents: options.parent === undefined ? [] : [options.parent], files });
     return sha;
   }

@@ -1,0 +1,124 @@
+/**
+ * One active job per change. In this process a second dispatch joins the job
+ * that runs (and makes it look once more before it ends, so a command that
+ * arrived as it was finishing is not lost). Across processes the job holds a
+ * lease: an event appended at the revision it read, so of two processes only
+ * one wins; the lease is renewed while the job runs and released at its end.
+ */
+import { hostname } from 'node:os';
+import { newId } from '../../core/index.js';
+import { runAutomergeLoop, type LoopOutcome, type ManualCommand } from './loop.js';
+import { StatusWriter } from './status.js';
+import type { Lease } from './ledger-store.js';
+import type { AutomergeEnvironment } from './types.js';
+
+export type JobResult = { readonly kind: 'ran'; readonly outcome: LoopOutcome } | { readonly kind: 'held-elsewhere'; readonly holder: Lease };
+
+export interface Dispatch {
+  /** True when the change already had a running job and this dispatch joined it. */
+  readonly joined: boolean;
+  readonly done: Promise<JobResult>;
+}
+
+export interface ChangeJobsOptions {
+  /** Lease owner id (default: host, pid and a random part). */
+  readonly owner?: string;
+  /** Lease time to live (default 60000 ms); renewed every third of it. */
+  readonly leaseMs?: number;
+  /** How many extra rounds a job makes for dispatches that joined it late (default 3). */
+  readonly maxReruns?: number;
+}
+
+interface JobState {
+  rerun: boolean;
+  readonly abort: AbortController;
+}
+
+interface ActiveJob {
+  readonly job: JobState;
+  readonly done: Promise<JobResult>;
+}
+
+export class ChangeJobs {
+  readonly env: AutomergeEnvironment;
+  readonly writer: StatusWriter;
+  readonly owner: string;
+  readonly #leaseMs: number;
+  readonly #maxReruns: number;
+  readonly #active = new Map<string, ActiveJob>();
+  readonly #manual = new Map<string, ManualCommand[]>();
+
+  constructor(env: AutomergeEnvironment, options: ChangeJobsOptions = {}) {
+    this.env = env;
+    this.writer = new StatusWriter(env.forge, env.secret, env.intent);
+    this.owner = options.owner ?? `${hostname()}:${process.pid}:${newId('job')}`;
+    this.#leaseMs = options.leaseMs ?? 60_000;
+    this.#maxReruns = options.maxReruns ?? 3;
+  }
+
+  /** Is a job of this change running in this process? */
+  active(changeId: string): boolean {
+    return this.#active.has(changeId);
+  }
+
+  /** Queue a human command for the change's job (it runs between the loop's own steps). */
+  enqueue(changeId: string, command: ManualCommand): void {
+    const queue = this.#manual.get(changeId) ?? [];
+    queue.push(command);
+    this.#manual.set(changeId, queue);
+  }
+
+  #take(changeId: string): ManualCommand[] {
+    const queue = this.#manual.get(changeId) ?? [];
+    this.#manual.delete(changeId);
+    return queue;
+  }
+
+  /** Start the change's job, or join the one that runs. */
+  dispatch(changeId: string): Dispatch {
+    const running = this.#active.get(changeId);
+    if (running !== undefined) {
+      running.job.rerun = true;
+      this.env.signals.notify(changeId);
+      return { joined: true, done: running.done };
+    }
+    const job: JobState = { rerun: false, abort: new AbortController() };
+    const done = this.#run(changeId, job).finally(() => this.#active.delete(changeId));
+    this.#active.set(changeId, { job, done });
+    return { joined: false, done };
+  }
+
+  /** Abort every running job (they end as `interrupted`) and wait for them. */
+  async close(): Promise<void> {
+    const jobs = [...this.#active.values()];
+    for (const active of jobs) active.job.abort.abort();
+    await Promise.allSettled(jobs.map((job) => job.done));
+  }
+
+  async #run(changeId: string, job: JobState): Promise<JobResult> {
+    const { store } = this.env;
+    const lease = await store.acquireLease(changeId, this.owner, this.#leaseMs);
+    if (!lease.acquired) {
+      await store.step(changeId, 'job-joined-elsewhere', { holder: lease.holder.owner, until: lease.holder.until });
+      return { kind: 'held-elsewhere', holder: lease.holder };
+    }
+    const renew = setInterval(() => {
+      void store.updateLease(changeId, this.owner, this.#leaseMs).catch(() => undefined);
+    }, Math.max(1_000, Math.floor(this.#leaseMs / 3)));
+    try {
+      await store.step(changeId, 'job-started', { owner: this.owner });
+      let outcome: LoopOutcome;
+      let rounds = 0;
+      do {
+        job.rerun = false;
+        outcome = await runAutomergeLoop(this.env, changeId, { signal: job.abort.signal, writer: this.writer, takeManual: () => this.#take(changeId) });
+        rounds += 1;
+      } while ((job.rerun || (this.#manual.get(changeId)?.length ?? 0) > 0) && outcome.kind !== 'merged' && outcome.kind !== 'interrupted' && rounds <= this.#maxReruns);
+      await store.step(changeId, 'job-finished', { owner: this.owner, outcome: outcome.kind, reason: outcome.reason });
+      return { kind: 'ran', outcome };
+    } finally {
+      clearInterval(renew);
+      await store.updateLease(changeId, this.owner, 'release').catch(() => undefined);
+    }
+  }
+}

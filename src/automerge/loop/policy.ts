@@ -1,0 +1,65 @@
+/**
+ * The loop's configuration, taken from the trusted `.proofgate.yml` of the
+ * base (never the change), and the pure gate that checks a decision against
+ * what this installation can actually do (a repair needs a repair module, and
+ * a fix needs a configured agent-fix command).
+ */
+import { emptyRepoConfig, parseRepoConfigYaml, type RepoConfig } from '../../contracts/repo-config.js';
+import type { ChangeSnapshot, Forge } from '../../forge/port.js';
+import { DEFAULT_IGNORED_CHECKS } from '../checks.js';
+import { defaultAutomergePolicy, type AutomergeDecision, type AutomergePolicy } from '../decide.js';
+import type { AutomergeLedgerState } from '../ledger.js';
+
+export const TRUSTED_CONFIG_PATH = '.proofgate.yml';
+
+/** The trusted configuration of a change: `.proofgate.yml` at its base sha. */
+export async function trustedConfig(forge: Forge, snapshot: ChangeSnapshot): Promise<RepoConfig> {
+  const bytes = await forge.readFile(snapshot.base.sha, TRUSTED_CONFIG_PATH);
+  if (bytes === null) return emptyRepoConfig();
+  return parseRepoConfigYaml(Buffer.from(bytes).toString('utf8'), `${snapshot.base.ref}@${snapshot.base.sha.slice(0, 12)}:${TRUSTED_CONFIG_PATH}`);
+}
+
+/**
+ * The decision policy under a trusted config (pure). On the local forge the
+ * configured checks are the CI: each must report, and a repository without
+ * configured checks expects none.
+ */
+export function policyFromConfig(config: RepoConfig, forgeKind: Forge['kind']): AutomergePolicy {
+  const automerge = config.automerge;
+  const local = forgeKind === 'local';
+  return {
+    ...defaultAutomergePolicy,
+    checks: {
+      ignored: automerge?.ignoredChecks ?? DEFAULT_IGNORED_CHECKS,
+      ...(local ? { required: config.checks.map((check) => check.name), expectChecks: config.checks.length > 0 } : {}),
+    },
+    requireUpToDate: config.requireUpToDate,
+    maxRepairsPerChange: automerge?.maxRepairsPerChange ?? defaultAutomergePolicy.maxRepairsPerChange,
+    maxRepairsPerHead: automerge?.maxRepairsPerHead ?? defaultAutomergePolicy.maxRepairsPerHead,
+  };
+}
+
+export interface Capabilities {
+  /** A repair module is wired in. */
+  readonly repair: boolean;
+  /** The trusted config names an agent-fix command (needed for fix-checks and fix-findings). */
+  readonly agentFix: boolean;
+}
+
+/**
+ * Check a decision against what can be done (pure). A repair nobody can
+ * perform is a block that says why; so is a repair that already made no
+ * change from the same head (running it again would change nothing).
+ */
+export function gateDecision(decision: AutomergeDecision, ledger: AutomergeLedgerState, capabilities: Capabilities): AutomergeDecision {
+  if (decision.kind !== 'repair') return decision;
+  if (decision.repair !== 'rebase' && !capabilities.agentFix) {
+    return { kind: 'block', reason: `${decision.reason}; no agent-fix command is configured (automerge.agentFix), so a human must fix it` };
+  }
+  if (!capabilities.repair) return { kind: 'block', reason: `${decision.reason}; no repair worker is available` };
+  const futile = ledger.repairs.find((r) => r.head === decision.head && r.repair === decision.repair && r.status === 'no-change');
+  if (futile !== undefined) {
+    return { kind: 'block', reason: `${decision.reason}; repair ${futile.id} (${futile.repair}) from this head made no change` };
+  }
+  return decision;
+}

@@ -1,0 +1,109 @@
+/**
+ * The repair step: hand the change to the repair module with the failing
+ * checks' logs and the latest review findings for this head, and record what
+ * it did. A pushed repair moves the head, so the next decision is a review of
+ * the new head (a push invalidates every older verdict).
+ */
+import { errorMessage, newId } from '../../core/index.js';
+import type { RepoConfig } from '../../contracts/repo-config.js';
+import type { ChangeSnapshot } from '../../forge/port.js';
+import { summarizeChecks, type CheckPolicy } from '../checks.js';
+import type { RepairKind } from '../ledger.js';
+import type { StepEvent } from './ledger-store.js';
+import type { FailingCheck, RepairFinding, RepairOutcome as RepairResult } from '../repair/index.js';
+import type { AutomergeEnvironment } from './types.js';
+
+export interface RepairRequest {
+  readonly repair: RepairKind;
+  readonly reason: string;
+  /** Dispatched by the loop (counts against the caps) rather than by a human command. */
+  readonly automatic: boolean;
+}
+
+function readFinding(value: unknown): RepairFinding | null {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return null;
+  const raw = value as Record<string, unknown>;
+  if (typeof raw.title !== 'string' || typeof raw.evidence !== 'string') return null;
+  return {
+    title: raw.title,
+    evidence: raw.evidence,
+    ...(typeof raw.path === 'string' ? { path: raw.path } : {}),
+    ...(typeof raw.line === 'number' ? { line: raw.line } : {}),
+  };
+}
+
+/** The findings of the latest verdict recorded for `head` (pure). */
+export function findingsFor(steps: readonly StepEvent[], head: string): RepairFinding[] {
+  for (let index = steps.length - 1; index >= 0; index -= 1) {
+    const step = steps[index];
+    if (step?.step !== 'review-verdict' || step.head !== head) continue;
+    const findings = Array.isArray(step.findings) ? step.findings : [];
+    return findings.map(readFinding).filter((finding): finding is RepairFinding => finding !== null);
+  }
+  return [];
+}
+
+async function failingChecks(env: AutomergeEnvironment, snapshot: ChangeSnapshot, policy: CheckPolicy): Promise<FailingCheck[]> {
+  const summary = summarizeChecks(snapshot.checks.filter((check) => check.headSha === snapshot.head.sha), policy);
+  const out: FailingCheck[] = [];
+  const onHead = snapshot.checks.filter((check) => check.headSha === snapshot.head.sha);
+  for (const blocker of summary.terminalBlockers.filter((b) => b.repairable)) {
+    const check = onHead.filter((c) => c.name === blocker.name && c.workflow === blocker.workflow).pop();
+    if (check === undefined) continue;
+    let log: string | null = null;
+    if (check.url !== null && env.checkLog !== undefined) log = await env.checkLog(check.url).catch(() => null);
+    out.push({ check, log });
+  }
+  return out;
+}
+
+export async function runRepairStep(
+  env: AutomergeEnvironment,
+  snapshot: ChangeSnapshot,
+  request: RepairRequest,
+  context: { readonly config: RepoConfig; readonly checkPolicy: CheckPolicy; readonly steps: readonly StepEvent[]; readonly signal?: AbortSignal },
+): Promise<RepairResult> {
+  const id = newId('rpr');
+  const changeId = snapshot.id;
+  const head = snapshot.head.sha;
+  await env.store.record(changeId, { type: 'repair-dispatched', id, head, repair: request.repair, automatic: request.automatic, reason: request.reason, at: env.store.now() });
+  let result: RepairResult;
+  const module = env.repair;
+  if (module === null) {
+    result = { kind: 'failed', reason: 'no repair worker is available', transient: false };
+  } else {
+    try {
+      const repoDir = await env.workspace.prepare(snapshot);
+      result = await module.runRepair({
+        repoDir,
+        forge: env.forge,
+        snapshot,
+        repair: request.repair,
+        reason: request.reason,
+        failingChecks: request.repair === 'fix-checks' ? await failingChecks(env, snapshot, context.checkPolicy) : [],
+        findings: request.repair === 'fix-findings' ? findingsFor(context.steps, head) : [],
+        config: module.repairConfigFrom(context.config),
+        identity: env.identity,
+        agentFixConflicts: context.config.automerge?.agentFix !== undefined,
+        ...(context.signal === undefined ? {} : { signal: context.signal }),
+        onProgress: (line: string) => env.onProgress?.({ changeId, at: env.store.now(), text: `repair: ${line}` }),
+      });
+    } catch (error) {
+      result = { kind: 'failed', reason: errorMessage(error), transient: false };
+    }
+  }
+  await env.store.step(changeId, 'repair-result', {
+    repair: id,
+    kind: result.kind,
+    ...(result.kind === 'pushed' ? { method: result.method, oldHead: result.oldHead, newHead: result.newHead, resolved: [...result.resolved] } : { reason: result.reason }),
+  });
+  await env.store.record(changeId, {
+    type: 'repair-finished',
+    id,
+    result: result.kind,
+    newHead: result.kind === 'pushed' ? result.newHead : null,
+    commits: result.kind === 'pushed' ? [...result.commits] : [],
+    at: env.store.now(),
+  });
+  return result;
+}

@@ -1,0 +1,180 @@
+/**
+ * The comment router: a comment event -> parseCommands -> authorizeCommand
+ * (repository permission, the change's author) -> the ledger (keyed by
+ * comment id + updated_at, so a redelivery or an unchanged edit runs nothing)
+ * -> status comment and labels -> start or join the change's job. Other forge
+ * events (a check finished, a push, a close) wake the change's job at once,
+ * or restart it when automerge is on and no job runs. Every step is an event
+ * in the store.
+ */
+import type { ForgeComment, ForgeEvent, RepoPermission } from '../../forge/port.js';
+import { commandText, parseCommands, type ParsedCommand } from '../commands.js';
+import { automergeActive, type SkipReason } from '../ledger.js';
+import { escapeText, renderStatusComment } from '../status-comment.js';
+import { authorizeCommand } from '../trust.js';
+import type { ChangeJobs, Dispatch } from './job.js';
+
+export interface RouteResult {
+  readonly commands: readonly ParsedCommand[];
+  readonly refused: readonly { readonly command: string; readonly reason: string }[];
+  /** Commands acted on now (empty for a redelivery or an unchanged edit). */
+  readonly ran: readonly ParsedCommand[];
+  readonly skipped: SkipReason | null;
+  /** The change's job when one was started or joined. */
+  readonly dispatch: Dispatch | null;
+}
+
+export interface CommentOptions {
+  /**
+   * The command comes from the operator of a local forge (the person running
+   * `proofgate automerge`), who holds the repository itself: treated as admin.
+   */
+  readonly operator?: boolean;
+}
+
+export const HELP_TEXT = [
+  'proofgate understands these commands, one per line (with `/proofgate` or `@proofgate`):',
+  '',
+  '- `/proofgate automerge`: review, repair and merge this change at its exact reviewed head',
+  '- `/proofgate stop`: stop automerge (until a later `/proofgate automerge`)',
+  '- `/proofgate review`: review the current head again',
+  '- `/proofgate rebase`: rebase the change onto its base',
+  '- `/proofgate status`: refresh the status comment',
+  '- `@proofgate proof [scenario[,scenario...]] [40-hex sha]`: ask for behavioural proof',
+].join('\n');
+
+const EMPTY: RouteResult = { commands: [], refused: [], ran: [], skipped: null, dispatch: null };
+
+export interface RouterOptions {
+  /**
+   * Restart a change's job on a forge event when automerge is on and no job
+   * runs (a service does; a one-shot command does not). Default true.
+   */
+  readonly restartOnEvents?: boolean;
+}
+
+export class AutomergeRouter {
+  readonly jobs: ChangeJobs;
+  readonly #restart: boolean;
+
+  constructor(jobs: ChangeJobs, options: RouterOptions = {}) {
+    this.jobs = jobs;
+    this.#restart = options.restartOnEvents ?? true;
+  }
+
+  get #env() {
+    return this.jobs.env;
+  }
+
+  #progress(changeId: string, text: string): void {
+    this.#env.onProgress?.({ changeId, at: this.#env.store.now(), text });
+  }
+
+  /** Route one forge event (a webhook delivery, a local forge action). */
+  async handleEvent(event: ForgeEvent): Promise<RouteResult> {
+    const { signals } = this.#env;
+    switch (event.kind) {
+      case 'comment-created':
+      case 'comment-edited':
+        return this.handleComment(event.changeId, event.comment);
+      case 'check-completed':
+        if (event.changeIds.length === 0) {
+          signals.notifyAll();
+          return EMPTY;
+        }
+        for (const changeId of event.changeIds) await this.#wake(changeId);
+        return EMPTY;
+      case 'change-synchronized':
+      case 'change-closed':
+      case 'change-opened':
+      case 'review-submitted':
+        await this.#wake(event.changeId);
+        return EMPTY;
+      case 'base-pushed':
+        signals.notifyAll();
+        return EMPTY;
+    }
+  }
+
+  /** Wake the change's job, or restart it when automerge is on and no job runs here. */
+  async #wake(changeId: string): Promise<void> {
+    if (this.jobs.active(changeId)) {
+      this.#env.signals.notify(changeId);
+      return;
+    }
+    if (!this.#restart) return;
+    const loaded = await this.#env.store.load(changeId);
+    if (automergeActive(loaded.state) && loaded.state.merged === null) this.jobs.dispatch(changeId);
+  }
+
+  async handleComment(changeId: string, comment: ForgeComment, options: CommentOptions = {}): Promise<RouteResult> {
+    const env = this.#env;
+    const commands = parseCommands(comment.body);
+    if (commands.length === 0 || comment.author.toLowerCase() === env.forge.selfLogin.toLowerCase()) return { ...EMPTY, commands };
+    const snapshot = await env.forge.snapshot(changeId);
+    const isChangeAuthor = snapshot.author.login.toLowerCase() === comment.author.toLowerCase();
+    const permission: RepoPermission = options.operator === true ? 'admin' : await env.forge.permission(comment.author);
+    const actor = { login: comment.author, permission, isChangeAuthor, isBot: comment.authorType === 'Bot' };
+    const allowed: ParsedCommand[] = [];
+    const refused: { command: string; reason: string }[] = [];
+    for (const command of commands) {
+      const verdict = authorizeCommand(command, actor, env.forge.selfLogin);
+      if (verdict.allowed) allowed.push(command);
+      else refused.push({ command: command.source, reason: verdict.reason });
+    }
+    for (const entry of refused) {
+      this.#progress(changeId, entry.reason);
+      await env.store.step(changeId, 'command-refused', { comment: comment.id, command: entry.command, reason: entry.reason });
+    }
+    if (allowed.length === 0) return { commands, refused, ran: [], skipped: null, dispatch: null };
+    const application = await env.store.applyCommands(changeId, { comment: { id: comment.id, author: comment.author, updatedAt: comment.updatedAt }, commands: allowed });
+    if (application.skipped !== null || application.run.length === 0) {
+      await env.store.step(changeId, 'command-skipped', { comment: comment.id, updatedAt: comment.updatedAt, reason: application.skipped ?? 'no-new-commands' });
+      return { commands, refused, ran: [], skipped: application.skipped, dispatch: null };
+    }
+    let dispatch: Dispatch | null = null;
+    const start = (): Dispatch => (dispatch ??= this.jobs.dispatch(changeId));
+    for (const command of application.run) {
+      this.#progress(changeId, `${comment.author}: ${commandText(command)}`);
+      await env.store.step(changeId, 'command-run', { comment: comment.id, actor: comment.author, command: commandText(command) });
+      switch (command.kind) {
+        case 'automerge': {
+          await this.jobs.writer.applyLabels(snapshot, 'requested');
+          const decision = { kind: 'wait' as const, reason: `automerge requested by ${comment.author}; starting` };
+          const { state } = await env.store.load(changeId);
+          await this.jobs.writer.writeComment(snapshot, renderStatusComment({ changeId, intent: this.jobs.writer.intent, head: snapshot.head.sha, decision, timeline: state.timeline }, env.secret));
+          start();
+          break;
+        }
+        case 'stop':
+          if (this.jobs.active(changeId)) {
+            env.signals.notify(changeId);
+          } else {
+            const { state } = await env.store.load(changeId);
+            const decision = { kind: 'stop' as const, reason: `stopped by ${comment.author}` };
+            await this.jobs.writer.writeComment(snapshot, renderStatusComment({ changeId, intent: this.jobs.writer.intent, head: snapshot.head.sha, decision, timeline: state.timeline }, env.secret));
+            await this.jobs.writer.applyLabels(snapshot, 'stop');
+          }
+          break;
+        case 'review':
+        case 'rebase':
+          this.jobs.enqueue(changeId, { kind: command.kind, actor: comment.author });
+          start();
+          break;
+        case 'status':
+          start();
+          break;
+        case 'proof':
+          await env.forge.createComment(changeId, `Proof requests (asked by ${escapeText(comment.author)}) are answered by a proof producer, and none is configured for this forge; nothing was run.`);
+          break;
+        case 'unknown':
+        case 'invalid': {
+          const why = command.kind === 'invalid' ? `"${escapeText(command.text)}" is not valid: ${escapeText(command.reason)}` : `"${escapeText(command.text)}" is not a proofgate command.`;
+          await env.forge.createComment(changeId, `${why}\n\n${HELP_TEXT}`);
+          break;
+        }
+      }
+    }
+    return { commands, refused, ran: application.run, skipped: null, dispatch };
+  }
+}

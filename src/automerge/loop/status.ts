@@ -1,0 +1,124 @@
+/**
+ * The visible state of a change: one status comment per change and intent,
+ * edited in place (found again by its signed marker), and three labels.
+ * `labelPlan` is pure; `StatusWriter` performs the edits, one at a time per
+ * change, and skips writes that would not change anything.
+ */
+import type { ChangeSnapshot, Forge, ForgeComment } from '../../forge/port.js';
+import type { AutomergeDecision } from '../decide.js';
+import type { MarkerSecret } from '../markers.js';
+import { DEFAULT_STATUS_INTENT, findStatusComment } from '../status-comment.js';
+
+export const LABELS = {
+  automerge: 'proofgate:automerge',
+  humanReview: 'proofgate:human-review',
+  mergeReady: 'proofgate:merge-ready',
+} as const;
+
+export type LabelPhase = AutomergeDecision['kind'] | 'requested' | 'merged';
+
+export interface LabelPlan {
+  readonly add: readonly string[];
+  readonly remove: readonly string[];
+}
+
+/**
+ * Which labels to add and remove for a phase (pure): `proofgate:automerge`
+ * while automerge is on, `proofgate:human-review` on a block,
+ * `proofgate:merge-ready` only while the merge gates are open.
+ */
+export function labelPlan(phase: LabelPhase, present: readonly string[]): LabelPlan {
+  const want = new Set<string>();
+  const drop = new Set<string>();
+  switch (phase) {
+    case 'requested':
+      want.add(LABELS.automerge);
+      break;
+    case 'merge':
+      want.add(LABELS.mergeReady);
+      drop.add(LABELS.humanReview);
+      break;
+    case 'block':
+      want.add(LABELS.humanReview);
+      drop.add(LABELS.mergeReady);
+      break;
+    case 'stop':
+    case 'merged':
+      drop.add(LABELS.automerge);
+      drop.add(LABELS.mergeReady);
+      break;
+    case 'wait':
+    case 'review':
+    case 'repair':
+      drop.add(LABELS.mergeReady);
+      drop.add(LABELS.humanReview);
+      break;
+  }
+  const has = new Set(present.map((label) => label.toLowerCase()));
+  return {
+    add: [...want].filter((label) => !has.has(label.toLowerCase())),
+    remove: [...drop].filter((label) => has.has(label.toLowerCase())),
+  };
+}
+
+/** Serializes status writes per change and remembers what it last wrote. */
+export class StatusWriter {
+  readonly #forge: Forge;
+  readonly #secret: MarkerSecret;
+  readonly #intent: string;
+  readonly #chains = new Map<string, Promise<unknown>>();
+  readonly #written = new Map<string, ForgeComment>();
+  readonly #labels = new Map<string, readonly string[]>();
+
+  constructor(forge: Forge, secret: MarkerSecret, intent: string = DEFAULT_STATUS_INTENT) {
+    this.#forge = forge;
+    this.#secret = secret;
+    this.#intent = intent;
+  }
+
+  get intent(): string {
+    return this.#intent;
+  }
+
+  #serial<T>(changeId: string, task: () => Promise<T>): Promise<T> {
+    const previous = this.#chains.get(changeId) ?? Promise.resolve();
+    const next = previous.then(task, task);
+    this.#chains.set(changeId, next.catch(() => undefined));
+    return next;
+  }
+
+  /**
+   * Write `body` into the change's status comment: edit the one this writer
+   * wrote last, else the one `snapshot.comments` holds (unless it already says
+   * exactly this), else create it.
+   */
+  writeComment(snapshot: Pick<ChangeSnapshot, 'id' | 'comments'>, body: string): Promise<ForgeComment | null> {
+    return this.#serial(snapshot.id, async () => {
+      const known = this.#written.get(snapshot.id);
+      const existing =
+        known ?? findStatusComment(snapshot.comments, { selfLogin: this.#forge.selfLogin, secret: this.#secret, changeId: snapshot.id, intent: this.#intent });
+      if (existing !== null && existing.body === body) return null;
+      const written = existing === null ? await this.#forge.createComment(snapshot.id, body) : await this.#forge.editComment(snapshot.id, existing.id, body);
+      this.#written.set(snapshot.id, written);
+      return written;
+    });
+  }
+
+  /** Forget what this writer remembers of a change (call with a fresh snapshot). */
+  refresh(snapshot: Pick<ChangeSnapshot, 'id' | 'labels'>): void {
+    this.#labels.set(snapshot.id, snapshot.labels);
+  }
+
+  /** Apply a label plan against the labels last seen (the latest snapshot, or this writer's own last write). */
+  applyLabels(snapshot: Pick<ChangeSnapshot, 'id' | 'labels'>, phase: LabelPhase): Promise<LabelPlan> {
+    return this.#serial(snapshot.id, async () => {
+      const present = this.#labels.get(snapshot.id) ?? snapshot.labels;
+      const plan = labelPlan(phase, present);
+      if (plan.add.length > 0) await this.#forge.addLabels(snapshot.id, plan.add);
+      for (const label of plan.remove) await this.#forge.removeLabel(snapshot.id, label);
+      const next = [...present.filter((label) => !plan.remove.includes(label)), ...plan.add];
+      this.#labels.set(snapshot.id, next);
+      return plan;
+    });
+  }
+}

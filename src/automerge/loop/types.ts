@@ -1,0 +1,81 @@
+/**
+ * What the automerge loop runs on: the forge, the ledger store, the server
+ * secret, where reviews and repairs get their git content, and the repair
+ * module (called through the interface below; src/automerge/repair/ holds it).
+ */
+import type { Clock } from '../../core/index.js';
+import type { RepoConfig } from '../../contracts/repo-config.js';
+import type { ChangeSnapshot, Forge } from '../../forge/port.js';
+import type { RepairConfig, RepairContext, RepairFinding, RepairOutcome } from '../repair/index.js';
+import type { MarkerSecret, Verdict } from '../markers.js';
+import type { LedgerStore } from './ledger-store.js';
+import type { ChangeSignals } from './waits.js';
+import type { Workspace } from './workspace.js';
+
+/** Committer identity for repair commits. */
+export type RepairIdentity = RepairContext['identity'];
+
+/** The repair module as the loop calls it (src/automerge/repair/ provides `runRepair` + `repairConfigFrom`). */
+export interface RepairModule {
+  runRepair(context: RepairContext): Promise<RepairOutcome>;
+  repairConfigFrom(trusted: RepoConfig): RepairConfig;
+}
+
+/** What a review produced, as the loop needs it. */
+export interface ReviewResult {
+  readonly verdict: Verdict;
+  readonly reasons: readonly string[];
+  readonly findings: readonly RepairFinding[];
+  /** The review's own id (its directory name or run id). */
+  readonly reviewRef: string;
+}
+
+/** Runs the review panel on exactly `head` of `repoDir` against `base`. */
+export type Reviewer = (request: {
+  readonly repoDir: string;
+  readonly snapshot: ChangeSnapshot;
+  readonly base: string;
+  readonly head: string;
+  readonly signal?: AbortSignal;
+}) => Promise<ReviewResult>;
+
+/** One progress line of the loop (for a terminal or a log). */
+export interface LoopProgress {
+  readonly changeId: string;
+  readonly at: string;
+  readonly text: string;
+}
+
+export interface WaitSettings {
+  /** Window after a repair push (default 600000 ms). */
+  readonly shepherdWaitMs: number;
+  readonly shepherdPollMs: number;
+  /** Window before a merge while checks or mergeability settle (default 600000 ms). */
+  readonly transientWaitMs: number;
+  readonly transientPollMs: number;
+}
+
+export interface AutomergeEnvironment {
+  readonly forge: Forge;
+  readonly store: LedgerStore;
+  readonly secret: MarkerSecret;
+  readonly workspace: Workspace;
+  readonly reviewer: Reviewer;
+  /** null: no repair module; repairs become blocks. */
+  readonly repair: RepairModule | null;
+  readonly signals: ChangeSignals;
+  readonly identity: RepairIdentity;
+  readonly clock: Clock;
+  /** Overrides of the trusted config's wait settings (tests, benchmarks). */
+  readonly waits?: Partial<WaitSettings>;
+  /**
+   * Start the configured checks of a head that has none yet (the local forge
+   * has no CI of its own). Resolves when they finished.
+   */
+  readonly startChecks?: (changeId: string, headSha: string) => Promise<void>;
+  /** Reads a check's output for a repair (the local forge keeps it as an artifact). */
+  readonly checkLog?: (url: string) => Promise<string | null>;
+  readonly onProgress?: (progress: LoopProgress) => void;
+  /** Status comment family (default `automerge`). */
+  readonly intent?: string;
+}

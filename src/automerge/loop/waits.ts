@@ -1,0 +1,105 @@
+/**
+ * Event-driven waits. A forge event (a local check finishing, a push, a
+ * comment, a webhook delivery) calls `signals.notify(changeId)` and the
+ * change's loop wakes at once; the poll interval is only a fallback for
+ * events nobody delivered. Two wait windows bound how long a loop keeps
+ * waiting: the shepherd window after a repair push and the transient window
+ * before a merge (both 600000 ms by default, polled every 15000 ms).
+ */
+import type { AutomergeConfig } from '../../contracts/repo-config.js';
+import type { AutomergeLedgerState } from '../ledger.js';
+import type { WaitSettings } from './types.js';
+
+export const DEFAULT_WAIT_SETTINGS: WaitSettings = {
+  shepherdWaitMs: 600_000,
+  shepherdPollMs: 15_000,
+  transientWaitMs: 600_000,
+  transientPollMs: 15_000,
+};
+
+/** The wait settings: explicit overrides, then the trusted `automerge:` section, then the defaults. */
+export function waitSettings(config: AutomergeConfig | undefined, overrides: Partial<WaitSettings> = {}): WaitSettings {
+  return {
+    shepherdWaitMs: overrides.shepherdWaitMs ?? config?.shepherdWaitMs ?? DEFAULT_WAIT_SETTINGS.shepherdWaitMs,
+    shepherdPollMs: overrides.shepherdPollMs ?? config?.shepherdPollMs ?? DEFAULT_WAIT_SETTINGS.shepherdPollMs,
+    transientWaitMs: overrides.transientWaitMs ?? config?.transientWaitMs ?? DEFAULT_WAIT_SETTINGS.transientWaitMs,
+    transientPollMs: overrides.transientPollMs ?? config?.transientPollMs ?? DEFAULT_WAIT_SETTINGS.transientPollMs,
+  };
+}
+
+export type WaitKind = 'shepherd' | 'transient';
+
+export interface WaitWindow {
+  readonly kind: WaitKind;
+  readonly head: string;
+  readonly openedAt: number;
+  readonly deadline: number;
+  readonly pollMs: number;
+}
+
+/**
+ * Which window a wait on `head` belongs to (pure): the shepherd window when
+ * the head is what a repair pushed, else the transient window.
+ */
+export function waitKindFor(ledger: AutomergeLedgerState, head: string): WaitKind {
+  return ledger.repairs.some((repair) => repair.status === 'pushed' && repair.newHead === head) ? 'shepherd' : 'transient';
+}
+
+/** Keep an open window for the same head and kind; otherwise open a new one (pure). */
+export function nextWindow(current: WaitWindow | null, kind: WaitKind, head: string, now: number, settings: WaitSettings): WaitWindow {
+  if (current !== null && current.kind === kind && current.head === head) return current;
+  const waitMs = kind === 'shepherd' ? settings.shepherdWaitMs : settings.transientWaitMs;
+  const pollMs = kind === 'shepherd' ? settings.shepherdPollMs : settings.transientPollMs;
+  return { kind, head, openedAt: now, deadline: now + waitMs, pollMs };
+}
+
+/**
+ * Wake-ups per change. `notify` wakes every waiter of the change at once; a
+ * notification that arrives while nobody waits is kept, so the next wait
+ * returns immediately (no event is lost between a snapshot and a wait).
+ */
+export class ChangeSignals {
+  readonly #waiters = new Map<string, Set<() => void>>();
+  readonly #pending = new Set<string>();
+
+  notify(changeId: string): void {
+    const waiters = this.#waiters.get(changeId);
+    if (waiters === undefined || waiters.size === 0) {
+      this.#pending.add(changeId);
+      return;
+    }
+    for (const wake of [...waiters]) wake();
+  }
+
+  /** Wake every change that has a waiter (an event that names no change, e.g. a base push). */
+  notifyAll(): void {
+    for (const changeId of this.#waiters.keys()) this.notify(changeId);
+  }
+
+  /** Forget a kept notification (call right before reading fresh state). */
+  clear(changeId: string): void {
+    this.#pending.delete(changeId);
+  }
+
+  /** Resolve on the next notification of `changeId`, after `timeoutMs`, or on abort: says which. */
+  wait(changeId: string, timeoutMs: number, signal?: AbortSignal): Promise<'notified' | 'timeout' | 'aborted'> {
+    if (this.#pending.delete(changeId)) return Promise.resolve('notified');
+    if (signal?.aborted === true) return Promise.resolve('aborted');
+    return new Promise((resolve) => {
+      const waiters = this.#waiters.get(changeId) ?? new Set<() => void>();
+      this.#waiters.set(changeId, waiters);
+      const done = (how: 'notified' | 'timeout' | 'aborted'): void => {
+        clearTimeout(timer);
+        waiters.delete(wake);
+        if (waiters.size === 0) this.#waiters.delete(changeId);
+        signal?.removeEventListener('abort', onAbort);
+        resolve(how);
+      };
+      const wake = (): void => done('notified');
+      const onAbort = (): void => done('aborted');
+      const timer = setTimeout(() => done('timeout'), Math.max(0, timeoutMs));
+      waiters.add(wake);
+      signal?.addEventListener('abort', onAbort);
+    });
+  }
+}

@@ -1,0 +1,87 @@
+/**
+ * Where a review or a repair gets a local git repository holding the exact
+ * base and head of a change. On the local forge that is the repository
+ * itself. For a remote forge it is a clone kept under the data directory, one
+ * per change (a review refuses to run when refs move under it, so changes
+ * never share one), fetched from a configured git remote URL before each use.
+ */
+import { execFile } from 'node:child_process';
+import { mkdir, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { ProofgateError } from '../../core/index.js';
+import type { ChangeSnapshot } from '../../forge/port.js';
+
+const run = promisify(execFile);
+
+export interface Workspace {
+  /** A repository directory where `snapshot.base.sha` and `snapshot.head.sha` exist. */
+  prepare(snapshot: ChangeSnapshot): Promise<string>;
+}
+
+/** The local forge's workspace: the repository itself. */
+export function repositoryWorkspace(repoDir: string): Workspace {
+  return { prepare: () => Promise.resolve(repoDir) };
+}
+
+async function git(cwd: string, args: readonly string[]): Promise<string> {
+  try {
+    const { stdout } = await run('git', [...args], { cwd, maxBuffer: 64 * 1024 * 1024, env: { ...process.env, GIT_TERMINAL_PROMPT: '0' } });
+    return stdout.trim();
+  } catch (error) {
+    const stderr = (error as { stderr?: string }).stderr ?? '';
+    // The remote URL may hold credentials: never repeat it.
+    throw new ProofgateError('GIT', `git ${args[0] ?? ''} failed: ${stderr.split('\n')[0]?.replace(/[a-z]+:\/\/\S+/gi, '<remote>') ?? ''}`);
+  }
+}
+
+async function hasCommit(dir: string, sha: string): Promise<boolean> {
+  try {
+    await git(dir, ['cat-file', '-e', `${sha}^{commit}`]);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await stat(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export interface MirrorWorkspaceOptions {
+  /** Where the clones live (one directory per change). */
+  readonly directory: string;
+  /** The git remote to fetch from (a URL or a path). */
+  readonly remoteUrl: string;
+}
+
+/**
+ * A clone per change of `remoteUrl`, under `directory`. Before each use it
+ * fetches the branches (and GitHub's `refs/pull/*` heads) unless both shas are
+ * already there; a sha the remote does not have is one `NOT_FOUND` error.
+ */
+export function mirrorWorkspace(options: MirrorWorkspaceOptions): Workspace {
+  return {
+    async prepare(snapshot: ChangeSnapshot): Promise<string> {
+      const dir = join(options.directory, `change-${snapshot.id.replace(/[^A-Za-z0-9._-]/g, '_')}`);
+      if (!(await exists(join(dir, '.git')))) {
+        await mkdir(dir, { recursive: true });
+        await git(dir, ['init', '-q']);
+        await git(dir, ['config', 'commit.gpgsign', 'false']);
+      }
+      const wanted = [snapshot.base.sha, snapshot.head.sha];
+      const present = await Promise.all(wanted.map((sha) => hasCommit(dir, sha)));
+      if (present.every(Boolean)) return dir;
+      await git(dir, ['fetch', '-q', '--no-tags', options.remoteUrl, '+refs/heads/*:refs/remotes/origin/*', '+refs/pull/*/head:refs/remotes/pull/*']);
+      for (const sha of wanted) {
+        if (!(await hasCommit(dir, sha))) throw new ProofgateError('NOT_FOUND', `the git remote has no commit ${sha} of change ${snapshot.id}`);
+      }
+      return dir;
+    },
+  };
+}

@@ -1,0 +1,112 @@
+import type { Command } from 'commander';
+import { openLocalAutomerge, type LoopOutcome, type LoopProgress } from '../../automerge/loop/index.js';
+import { parseCommands } from '../../automerge/commands.js';
+import { GitRepository, defaultLocalDataDir, openLocalForge, type LocalForge } from '../../forge/local/index.js';
+import type { ForgeComment } from '../../forge/port.js';
+import { ProofgateError } from '../../core/index.js';
+import { resolveDataDir } from '../data-dir.js';
+import { emit, setExitStatus, usageError } from '../io.js';
+
+/** Exit status per loop outcome: 0 merged, 3 blocked, 4 still waiting, 5 stopped or interrupted. */
+export const AUTOMERGE_EXIT: Record<LoopOutcome['kind'], number> = { merged: 0, blocked: 3, waiting: 4, stopped: 5, interrupted: 5 };
+
+interface AutomergeFlags {
+  repo?: string;
+  data?: string;
+  json?: boolean;
+}
+
+/** One progress line for a terminal. */
+export function progressLine(progress: LoopProgress): string {
+  return `[change ${progress.changeId}] ${progress.text}`;
+}
+
+/** The human summary of an outcome. */
+export function renderOutcome(outcome: LoopOutcome): string {
+  const head = outcome.head === null ? '' : ` head ${outcome.head.slice(0, 12)}`;
+  const repairs = `${outcome.repairs} repair${outcome.repairs === 1 ? '' : 's'}`;
+  const verdict = outcome.verdict ?? 'no verdict';
+  if (outcome.kind === 'merged') {
+    return `change ${outcome.changeId}: merged${head} as ${outcome.mergeCommit ?? '?'} (${verdict}, ${repairs})`;
+  }
+  return `change ${outcome.changeId}: ${outcome.kind}${head} (${verdict}, ${repairs}): ${outcome.reason}`;
+}
+
+export function outcomeJson(outcome: LoopOutcome) {
+  return {
+    change: outcome.changeId,
+    outcome: outcome.kind,
+    reason: outcome.reason,
+    head: outcome.head,
+    mergeCommit: outcome.mergeCommit,
+    verdict: outcome.verdict,
+    repairs: outcome.repairs,
+    timeline: outcome.state.timeline,
+  };
+}
+
+/**
+ * Route a comment just posted on the local forge through the automerge router
+ * (`proofgate change comment ID "/proofgate automerge"`): refused commands are
+ * reported, and a started job runs to its end with progress on stderr.
+ */
+export async function routeLocalComment(forge: LocalForge, dataDir: string, changeId: string, comment: ForgeComment): Promise<LoopOutcome | null> {
+  if (parseCommands(comment.body).length === 0) return null;
+  const automerge = await openLocalAutomerge({ forge, dataDir, onProgress: (progress) => process.stderr.write(`${progressLine(progress)}\n`) });
+  try {
+    const routed = await automerge.router.handleComment(changeId, comment);
+    if (routed.dispatch === null) return null;
+    const result = await routed.dispatch.done;
+    if (result.kind !== 'ran') {
+      process.stderr.write(`proofgate: change ${changeId} is being automerged by ${result.holder.owner}; it will see this command\n`);
+      return null;
+    }
+    process.stderr.write(`${renderOutcome(result.outcome)}\n`);
+    return result.outcome;
+  } finally {
+    await automerge.close();
+  }
+}
+
+export function registerAutomergeCommands(program: Command): void {
+  program
+    .command('automerge')
+    .description('review, repair and merge one change of the local forge at its exact reviewed head; progress on stderr')
+    .argument('<id>', 'the change id')
+    .option('--repo <dir>', 'the git repository (default: the repository of the current directory)')
+    .option('--data <dir>', 'state directory (default: $PROOFGATE_DATA_DIR, else .git/proofgate/ of the repository)')
+    .option('--json', 'print the outcome as JSON')
+    .addHelpText('after', '\nExit status: 0 merged, 1 error, 2 usage, 3 blocked (a human must look), 4 still waiting when the wait window ended, 5 stopped.')
+    .action(async (id: string, flags: AutomergeFlags) => {
+      if (!/^[1-9][0-9]*$/.test(id)) throw usageError(`change id must be a positive number, got "${id}"`);
+      const repo = await GitRepository.open(flags.repo ?? process.cwd());
+      const dataDir = resolveDataDir(flags.data, defaultLocalDataDir(repo));
+      const opened = await openLocalForge({ repoDir: repo.root, dataDir });
+      try {
+        await opened.forge.store.requireChange(id);
+        const automerge = await openLocalAutomerge({
+          forge: opened.forge,
+          dataDir,
+          onProgress: (progress) => process.stderr.write(`${progressLine(progress)}\n`),
+        });
+        const interrupt = (): void => void automerge.jobs.close();
+        process.once('SIGINT', interrupt);
+        try {
+          const comment = await opened.forge.commentAs(id, '/proofgate automerge', await opened.forge.localIdentity());
+          const routed = await automerge.router.handleComment(id, comment, { operator: true });
+          const dispatch = routed.dispatch ?? automerge.jobs.dispatch(id);
+          const result = await dispatch.done;
+          if (result.kind !== 'ran') {
+            throw new ProofgateError('INVALID_INPUT', `change ${id} is already being automerged by ${result.holder.owner} (lease until ${result.holder.until})`);
+          }
+          await emit(Boolean(flags.json), outcomeJson(result.outcome), () => renderOutcome(result.outcome));
+          setExitStatus(AUTOMERGE_EXIT[result.outcome.kind]);
+        } finally {
+          process.removeListener('SIGINT', interrupt);
+          await automerge.close();
+        }
+      } finally {
+        await opened.close();
+      }
+    });
+}

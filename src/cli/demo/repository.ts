@@ -1,0 +1,170 @@
+/**
+ * The demo repository: a small JavaScript project on `main` with a trusted
+ * `.proofgate.yml` (two checks, the builtin reviewers, a gate and an
+ * agent-fix formatter), and four branches, each one a change that shows one
+ * path of the automerge loop.
+ */
+import { execFile } from 'node:child_process';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+
+export const DEMO_MAINTAINER = 'Demo Maintainer';
+export const DEMO_CONTRIBUTOR = 'Casey Contributor';
+
+export interface DemoChange {
+  readonly branch: string;
+  readonly title: string;
+  /** What the demo expects the loop to end with. */
+  readonly expect: 'merged' | 'blocked';
+  readonly files: Readonly<Record<string, string>>;
+}
+
+const CONFIG = `# Trusted configuration: read from main, never from a change.
+maintainers:
+  - login: ${DEMO_MAINTAINER}
+    permission: admin
+checks:
+  - name: lint
+    run: node scripts/lint.mjs
+    timeoutSeconds: 60
+  - name: test
+    run: node scripts/test.mjs
+    timeoutSeconds: 60
+review:
+  mode: fresh-context
+  lanes:
+    - id: rules
+      builtin: rules
+    - id: tests
+      builtin: tests
+automerge:
+  gate: [node, scripts/lint.mjs]
+  agentFix:
+    command: [node, scripts/fix-whitespace.mjs]
+`;
+
+const LINT = `// Fails on trailing whitespace or tabs in src/ and test/.
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+let problems = 0;
+for (const dir of ['src', 'test']) {
+  for (const name of readdirSync(dir)) {
+    readFileSync(join(dir, name), 'utf8').split('\\n').forEach((line, index) => {
+      if (/[ \\t]+$/.test(line) || line.includes('\\t')) {
+        console.error(\`\${dir}/\${name}:\${index + 1}: trailing whitespace or tab\`);
+        problems += 1;
+      }
+    });
+  }
+}
+if (problems > 0) process.exit(1);
+console.log('lint: clean');
+`;
+
+const FIX = `// The agent-fix program of the demo: a formatter that removes trailing whitespace and tabs.
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+for (const dir of ['src', 'test']) {
+  for (const name of readdirSync(dir)) {
+    const path = join(dir, name);
+    const text = readFileSync(path, 'utf8');
+    const fixed = text.split('\\n').map((line) => line.replace(/\\t/g, '  ').replace(/[ \\t]+$/, '')).join('\\n');
+    if (fixed !== text) writeFileSync(path, fixed);
+  }
+}
+`;
+
+const TEST_RUNNER = `// Runs every test/*.test.mjs file.
+import { readdirSync } from 'node:fs';
+import { pathToFileURL } from 'node:url';
+import { join, resolve } from 'node:path';
+for (const name of readdirSync('test').filter((n) => n.endsWith('.test.mjs')).sort()) {
+  await import(pathToFileURL(resolve(join('test', name))).href);
+  console.log(\`ok \${name}\`);
+}
+`;
+
+export const BASE_FILES: Readonly<Record<string, string>> = {
+  'README.md': '# greeter\n\nA tiny library used by the proofgate demo.\n',
+  'CHANGELOG.md': '# Changelog\n\n## Unreleased\n\n- first release\n',
+  'src/greet.mjs': "export function greet(name) {\n  return `Hello, ${name}!`;\n}\n",
+  'test/greet.test.mjs': "import assert from 'node:assert/strict';\nimport { greet } from '../src/greet.mjs';\nassert.equal(greet('Ada'), 'Hello, Ada!');\n",
+  'scripts/lint.mjs': LINT,
+  'scripts/test.mjs': TEST_RUNNER,
+  'scripts/fix-whitespace.mjs': FIX,
+  '.proofgate.yml': CONFIG,
+};
+
+export const DEMO_CHANGES: readonly DemoChange[] = [
+  {
+    branch: 'clean-shout',
+    title: 'Add shout()',
+    expect: 'merged',
+    files: {
+      'src/shout.mjs': "export function shout(text) {\n  return text.toUpperCase();\n}\n",
+      'test/shout.test.mjs': "import assert from 'node:assert/strict';\nimport { shout } from '../src/shout.mjs';\nassert.equal(shout('hi'), 'HI');\n",
+      'CHANGELOG.md': '# Changelog\n\n## Unreleased\n\n- first release\n- add shout()\n',
+    },
+  },
+  {
+    branch: 'docs-usage',
+    title: 'Document usage (CHANGELOG conflict, needs a rebase)',
+    expect: 'merged',
+    files: {
+      'docs/usage.md': '# Usage\n\n```js\nimport { greet } from "greeter";\n```\n',
+      'CHANGELOG.md': '# Changelog\n\n## Unreleased\n\n- first release\n- document usage\n',
+    },
+  },
+  {
+    branch: 'whisper-lint',
+    title: 'Add whisper() (fails lint: trailing whitespace)',
+    expect: 'merged',
+    files: {
+      'src/whisper.mjs': 'export function whisper(text) {   \n  return text.toLowerCase();\t\n}\n',
+      'test/whisper.test.mjs': "import assert from 'node:assert/strict';\nimport { whisper } from '../src/whisper.mjs';\nassert.equal(whisper('HI'), 'hi');\n",
+    },
+  },
+  {
+    branch: 'deploy-key',
+    title: 'Add deploy settings (a secret in the diff)',
+    expect: 'blocked',
+    files: {
+      // A made-up access key id, assembled so that scanners of proofgate's own source do not flag this file.
+      'deploy/settings.env': `REGION=eu-west-1\nAWS_ACCESS_KEY_ID=${['AKIA', 'Q3EGRDEMOKEY7XYZ'].join('')}\n`,
+    },
+  },
+];
+
+export async function git(dir: string, args: readonly string[]): Promise<string> {
+  const { stdout } = await run('git', [...args], { cwd: dir, env: { ...process.env, GIT_TERMINAL_PROMPT: '0' } });
+  return stdout.trim();
+}
+
+async function writeFiles(dir: string, files: Readonly<Record<string, string>>): Promise<void> {
+  for (const [path, content] of Object.entries(files)) {
+    await mkdir(dirname(join(dir, path)), { recursive: true });
+    await writeFile(join(dir, path), content);
+  }
+}
+
+/** Create the demo repository in `dir` (empty or missing): main plus one branch per demo change. */
+export async function createDemoRepository(dir: string): Promise<void> {
+  await mkdir(dir, { recursive: true });
+  await git(dir, ['init', '-q', '-b', 'main']);
+  await git(dir, ['config', 'user.name', DEMO_MAINTAINER]);
+  await git(dir, ['config', 'user.email', 'maintainer@demo.invalid']);
+  await git(dir, ['config', 'commit.gpgsign', 'false']);
+  await writeFiles(dir, BASE_FILES);
+  await git(dir, ['add', '-A']);
+  await git(dir, ['commit', '-q', '-m', 'greeter: initial commit']);
+  for (const change of DEMO_CHANGES) {
+    await git(dir, ['checkout', '-q', '-b', change.branch, 'main']);
+    await writeFiles(dir, change.files);
+    await git(dir, ['add', '-A']);
+    await git(dir, ['-c', `user.name=${DEMO_CONTRIBUTOR}`, '-c', 'user.email=casey@demo.invalid', 'commit', '-q', '-m', change.title]);
+  }
+  await git(dir, ['checkout', '-q', 'main']);
+}

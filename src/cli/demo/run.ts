@@ -1,0 +1,105 @@
+/**
+ * The demo: a temporary git repository with four changes, each taken through
+ * the whole automerge loop on the local forge (review on the exact head,
+ * checks, repair, re-review, merge), one after another, then a table.
+ */
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { newId } from '../../core/index.js';
+import { openLocalAutomerge, type LoopOutcome, type LoopProgress } from '../../automerge/loop/index.js';
+import { openLocalForge } from '../../forge/local/index.js';
+import { createDemoRepository, DEMO_CHANGES, DEMO_CONTRIBUTOR, DEMO_MAINTAINER, type DemoChange } from './repository.js';
+
+export interface DemoRow {
+  readonly change: string;
+  readonly title: string;
+  readonly expected: DemoChange['expect'];
+  readonly verdict: string | null;
+  readonly repairs: number;
+  readonly outcome: LoopOutcome['kind'];
+  readonly reason: string;
+  readonly mergeCommit: string | null;
+}
+
+export interface DemoResult {
+  readonly repoDir: string;
+  readonly dataDir: string;
+  readonly rows: readonly DemoRow[];
+  readonly seconds: number;
+  /** Every change ended as the demo expects. */
+  readonly ok: boolean;
+}
+
+export interface DemoOptions {
+  /** Root of the demo's state; each run gets its own directory inside. */
+  readonly dataRoot: string;
+  /** Keep the temporary repository (it is removed otherwise). */
+  readonly keep: boolean;
+  readonly onProgress?: (line: string) => void;
+}
+
+export async function runDemo(options: DemoOptions): Promise<DemoResult> {
+  const started = Date.now();
+  const say = (line: string): void => options.onProgress?.(line);
+  const repoDir = await mkdtemp(join(tmpdir(), 'proofgate-demo-'));
+  const dataDir = join(options.dataRoot, 'demo', newId('run'));
+  await mkdir(dataDir, { recursive: true });
+  try {
+    say(`creating the demo repository in ${repoDir}`);
+    await createDemoRepository(repoDir);
+    const opened = await openLocalForge({ repoDir, dataDir });
+    const automerge = await openLocalAutomerge({
+      forge: opened.forge,
+      dataDir,
+      onProgress: (progress: LoopProgress) => say(`  [change ${progress.changeId}] ${progress.text}`),
+    });
+    const rows: DemoRow[] = [];
+    try {
+      const opens: { id: string; change: DemoChange }[] = [];
+      for (const change of DEMO_CHANGES) {
+        const snapshot = await opened.forge.openChange({ head: change.branch, base: 'main', title: change.title, author: DEMO_CONTRIBUTOR });
+        say(`opened change ${snapshot.id}: ${change.title}`);
+        opens.push({ id: snapshot.id, change });
+      }
+      for (const { id, change } of opens) {
+        say(`change ${id}: ${DEMO_MAINTAINER} comments "/proofgate automerge"`);
+        const comment = await opened.forge.commentAs(id, '/proofgate automerge', DEMO_MAINTAINER);
+        const routed = await automerge.router.handleComment(id, comment);
+        const result = await (routed.dispatch ?? automerge.jobs.dispatch(id)).done;
+        if (result.kind !== 'ran') throw new Error(`change ${id} is held by ${result.holder.owner}`);
+        const outcome = result.outcome;
+        say(`change ${id}: ${outcome.kind}${outcome.mergeCommit === null ? '' : ` as ${outcome.mergeCommit.slice(0, 12)}`}`);
+        rows.push({
+          change: id,
+          title: change.title,
+          expected: change.expect,
+          verdict: outcome.verdict,
+          repairs: outcome.repairs,
+          outcome: outcome.kind,
+          reason: outcome.reason,
+          mergeCommit: outcome.mergeCommit,
+        });
+      }
+    } finally {
+      await automerge.close();
+      await opened.close();
+    }
+    return { repoDir, dataDir, rows, seconds: (Date.now() - started) / 1000, ok: rows.every((row) => row.outcome === row.expected) };
+  } finally {
+    if (!options.keep) await rm(repoDir, { recursive: true, force: true });
+  }
+}
+
+function pad(text: string, width: number): string {
+  return text.length >= width ? text : text + ' '.repeat(width - text.length);
+}
+
+/** The closing table: change, verdict, repairs, outcome, merged commit. */
+export function renderDemoTable(rows: readonly DemoRow[]): string {
+  const header = ['change', 'title', 'verdict', 'repairs', 'outcome', 'merged commit'];
+  const body = rows.map((row) => [row.change, row.title, row.verdict ?? '-', String(row.repairs), row.outcome, row.mergeCommit?.slice(0, 12) ?? '-']);
+  const widths = header.map((title, column) => Math.max(title.length, ...body.map((cells) => (cells[column] ?? '').length)));
+  const line = (cells: readonly string[]): string => cells.map((cell, column) => pad(cell, widths[column] ?? 0)).join('  ').trimEnd();
+  return [line(header), line(widths.map((width) => '-'.repeat(width))), ...body.map(line)].join('\n');
+}

@@ -1,0 +1,156 @@
+/**
+ * The automerge loop against the GitHub API test server, driven by signed
+ * webhook deliveries. A real git repository plays GitHub's git side: its
+ * commits are the pull request's base and head in the server's model (same
+ * shas), and a bare clone of it is the remote the review workspace fetches.
+ */
+import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import { systemClock } from '../../src/core/index.js';
+import { createGitHubForge, parseWebhookDelivery } from '../../src/forge/github/index.js';
+import {
+  AutomergeRouter,
+  ChangeJobs,
+  ChangeSignals,
+  LedgerStore,
+  mirrorWorkspace,
+  panelReviewer,
+  type AutomergeEnvironment,
+  type LoopProgress,
+  type RouteResult,
+} from '../../src/automerge/loop/index.js';
+import { defaultStoragePolicy } from '../../src/storage/policy.js';
+import { createLocalRunStorage } from '../../src/storage/sqlite/index.js';
+import { fixture, signDelivery, startGitHubServer, type GitHubTestServer } from '../support/github-server/index.js';
+import { makeTempRepo, type TempRepo } from '../forge/git-fixture.js';
+
+export const SELF = 'proofgate-bot';
+export const MAINTAINER = 'maint';
+const WEBHOOK_SECRET = 'webhook-secret-for-tests';
+
+export const CONFIG = 'review:\n  lanes:\n    - id: rules\n      builtin: rules\n    - id: tests\n      builtin: tests\n';
+
+export interface GitHubLoop {
+  readonly server: GitHubTestServer;
+  readonly repo: TempRepo;
+  readonly env: AutomergeEnvironment;
+  readonly router: AutomergeRouter;
+  readonly progress: LoopProgress[];
+  /** Files of a commit of the real repository, as the model stores them. */
+  mirrorCommit(sha: string, parent?: string): string;
+  /** Push the real repository's branches to the bare remote. */
+  syncRemote(): void;
+  /** Deliver a signed `issue_comment.created` webhook for a new comment by `author`. */
+  comment(pr: number, body: string, author?: string): Promise<RouteResult>;
+  /** Complete a check run in the model and deliver its signed `check_run.completed` webhook. */
+  completeCheck(pr: number, runId: number, conclusion?: string): Promise<void>;
+  cleanup(): Promise<void>;
+}
+
+function filesAt(repo: TempRepo, sha: string): Record<string, string> {
+  const names = repo.git(['ls-tree', '-r', '--name-only', sha]).split('\n').filter((n) => n !== '');
+  return Object.fromEntries(names.map((name) => [name, repo.git(['show', `${sha}:${name}`]) + '\n']));
+}
+
+export async function githubLoop(options: { onProgress?: (progress: LoopProgress) => void } = {}): Promise<GitHubLoop> {
+  const server = await startGitHubServer();
+  const { model } = server;
+  model.setCollaborator(MAINTAINER, 'write');
+  const repo = makeTempRepo('proofgate-gh-e2e-');
+  const root = mkdtempSync(join(tmpdir(), 'proofgate-gh-e2e-state-'));
+  const remote = join(root, 'remote.git');
+  const storage = createLocalRunStorage({ directory: join(root, 'store'), namespace: 'automerge', policy: defaultStoragePolicy });
+  const forge = createGitHubForge({
+    auth: { kind: 'token', token: 'test-token' },
+    baseUrl: server.baseUrl,
+    owner: model.owner,
+    repo: model.repo,
+    selfLogin: SELF,
+    logger: pino({ level: 'silent' }),
+    retry: { retries: 2, baseDelayMs: 1 },
+    throttle: { secondMs: 1, writeIntervalMs: 0, notificationIntervalMs: 0, maxRetries: 2 },
+  });
+  const progress: LoopProgress[] = [];
+  const env: AutomergeEnvironment = {
+    forge,
+    store: new LedgerStore(storage.eventStore),
+    secret: randomBytes(32),
+    workspace: mirrorWorkspace({ directory: join(root, 'workspaces'), remoteUrl: remote }),
+    reviewer: panelReviewer({ dataDir: join(root, 'reviews') }),
+    repair: null,
+    signals: new ChangeSignals(),
+    identity: { name: 'proofgate', email: 'proofgate@example.test' },
+    clock: systemClock,
+    waits: { transientPollMs: 5_000, shepherdPollMs: 5_000 },
+    onProgress: (line) => {
+      progress.push(line);
+      options.onProgress?.(line);
+    },
+  };
+  const jobs = new ChangeJobs(env);
+  const router = new AutomergeRouter(jobs);
+  const repository = fixture('issue_comment', 'created.payload.json').repository as Record<string, unknown>;
+  const repoPayload = { ...repository, name: model.repo, full_name: `${model.owner}/${model.repo}`, owner: { ...(repository.owner as object), login: model.owner } };
+
+  async function deliver(eventName: string, payload: Record<string, unknown>): Promise<RouteResult | null> {
+    const signed = signDelivery(eventName, { ...payload, repository: repoPayload }, WEBHOOK_SECRET);
+    const event = await parseWebhookDelivery({ headers: signed.headers, body: signed.body, secret: WEBHOOK_SECRET });
+    if (event.kind === 'ignored') throw new Error(`delivery ignored: ${event.reason}`);
+    return router.handleEvent(event);
+  }
+
+  return {
+    server,
+    repo,
+    env,
+    router,
+    progress,
+    mirrorCommit(sha, parent) {
+      return model.commit({ sha, files: filesAt(repo, sha), ...(parent === undefined ? {} : { parent }) });
+    },
+    syncRemote() {
+      rmSync(remote, { recursive: true, force: true });
+      execFileSync('git', ['clone', '-q', '--bare', repo.dir, remote]);
+    },
+    async comment(pr, body, author = MAINTAINER) {
+      const created = model.addComment(pr, author, body);
+      const base = fixture('issue_comment', 'created.payload.json');
+      const issue = { ...(base.issue as object), number: pr, pull_request: { url: `${server.url}/repos/${model.owner}/${model.repo}/pulls/${pr}` } };
+      const comment = { ...(base.comment as object), id: created.id, body, user: { login: author, id: 7, type: 'User' }, created_at: created.createdAt, updated_at: created.updatedAt };
+      const routed = await deliver('issue_comment', { ...base, action: 'created', issue, comment });
+      if (routed === null) throw new Error('no route result');
+      return routed;
+    },
+    async completeCheck(pr, runId, conclusion = 'success') {
+      const run = model.checkRuns.find((r) => r.id === runId);
+      if (run === undefined) throw new Error(`no check run ${runId}`);
+      run.status = 'completed';
+      run.conclusion = conclusion;
+      run.completedAt = model.now();
+      const base = fixture('check_run', 'completed.payload.json');
+      const checkRun = {
+        ...(base.check_run as object),
+        id: run.id,
+        name: run.name,
+        head_sha: run.headSha,
+        status: 'completed',
+        conclusion,
+        started_at: run.startedAt,
+        completed_at: run.completedAt,
+        pull_requests: [{ number: pr, id: pr, url: `${server.url}/pulls/${pr}`, head: { sha: run.headSha, ref: 'x', repo: { id: repository.id } }, base: { sha: 'x', ref: 'main', repo: { id: repository.id } } }],
+      };
+      await deliver('check_run', { ...base, action: 'completed', check_run: checkRun });
+    },
+    async cleanup() {
+      await jobs.close();
+      await storage.close();
+      await server.close();
+      repo.cleanup();
+      rmSync(root, { recursive: true, force: true });
+    },
+  };
+}

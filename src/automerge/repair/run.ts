@@ -135,7 +135,8 @@ class RepairRun {
     });
     if (agent.kind === 'failed') return failed(agent.reason, agent.transient);
     if (agent.kind === 'unchanged') {
-      if (replayed === null) return noChange('agent-fix made no change');
+      // Review findings are about the change's content: a rebase alone does not answer them.
+      if (replayed === null || repair === 'fix-findings') return noChange('agent-fix made no change');
       this.#progress('agent-fix made no change; the rebase alone is the repair');
       return this.#gateThenPublish(ws, replayed.tip, 'rebase', resolutions);
     }

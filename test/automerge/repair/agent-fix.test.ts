@@ -203,6 +203,14 @@ describe('runRepair: agent-fix on the local forge', () => {
     expect(f.status()).toBe('');
   });
 
+  it('fix-findings on a head that is behind: an agent that changes nothing pushes nothing (a rebase does not answer findings)', async () => {
+    const s = await failingChange(NOTHING, { behind: true });
+    const outcome = await runRepair(await s.context({ repair: 'fix-findings', findings: [{ title: 'secret in diff', evidence: 'config.yml:3' }] }));
+    expect(outcome).toEqual({ kind: 'no-change', reason: 'agent-fix made no change', conflicts: [] });
+    expect(s.f.pushes).toEqual([]);
+    clean(s.f, s.snapshot.head.sha);
+  });
+
   it('without an agent: fix-checks of a head that is behind is a gated rebase; fix-findings changes nothing', async () => {
     const s = await failingChange(NOTHING, { behind: true });
     const noAgent: RepairConfig = { ...s.config, agentFix: null, gate: ['node', '-e', "require('node:fs').accessSync('other.txt')"] };

@@ -25,7 +25,9 @@ function fmt(value) {
  * ratio: value relative to the baseline, oriented so that bigger is better unless
  * `target` is stated as a maximum (`{ max: 2 }`).
  */
-function report(entry) {
+function report(input) {
+  // A bare number as target means "at least this ratio".
+  const entry = typeof input.target === 'number' ? { ...input, target: { min: input.target } } : input;
   results.push(entry);
   const parts = [`${entry.name}: ${fmt(entry.value)} ${entry.unit}`];
   if (entry.baseline !== undefined) parts.push(`baseline ${fmt(entry.baseline)} ${entry.baselineUnit ?? entry.unit}`);

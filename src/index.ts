@@ -3,6 +3,7 @@
  * `proofgate/storage/postgres` (PostgreSQL).
  */
 export * from './core/index.js';
+export * from './host/index.js';
 export * from './storage/index.js';
 export * from './runtime/index.js';
 export * from './contracts/index.js';

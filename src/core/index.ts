@@ -3,4 +3,3 @@ export * from './canonical-json.js';
 export * from './digest.js';
 export * from './ids.js';
 export * from './clock.js';
-export * from './child-env.js';

@@ -1,4 +1,4 @@
-import { PORTABLE_ENV, allowListedEnv } from '../core/index.js';
+import { PORTABLE_ENV, allowListedEnv } from '../host/index.js';
 
 /** Variables a reviewer process inherits from proofgate's environment; nothing else passes. */
 export const REVIEWER_ENV_ALLOW = PORTABLE_ENV;

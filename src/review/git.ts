@@ -1,28 +1,16 @@
-import { execFile } from 'node:child_process';
 import { ProofgateError } from '../core/index.js';
+import { runGit } from '../host/index.js';
 
-/** Environment for proofgate's own git calls: no pager, no prompts, no user diff drivers. */
-function gitEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
-  return { ...process.env, GIT_PAGER: 'cat', GIT_TERMINAL_PROMPT: '0', GIT_EXTERNAL_DIFF: '', LC_ALL: 'C', ...extra };
-}
+/** Review's git calls: no pager, no user diff drivers, paths printed as they are. */
+const REVIEW_GIT_ENV = { GIT_PAGER: 'cat', GIT_EXTERNAL_DIFF: '' } as const;
+const REVIEW_GIT_CONFIG: readonly (readonly [string, string])[] = [['core.quotepath', 'false']];
+const MAX_BUFFER = 512 * 1024 * 1024;
 
-/** Run git in `repoDir` and return stdout bytes; a failure is a typed GIT error. */
-export function git(repoDir: string, args: readonly string[], options: { env?: NodeJS.ProcessEnv; allowFail?: boolean } = {}): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    execFile(
-      'git',
-      ['-C', repoDir, '-c', 'core.quotepath=false', ...args],
-      { encoding: 'buffer', maxBuffer: 512 * 1024 * 1024, env: gitEnv(options.env) },
-      (error, stdout, stderr) => {
-        if (error && !options.allowFail) {
-          const detail = stderr.toString('utf8').trim().split('\n')[0] ?? error.message;
-          reject(new ProofgateError('GIT', `git ${args[0] ?? ''} failed: ${detail || error.message}`));
-          return;
-        }
-        resolve(error ? Buffer.alloc(0) : stdout);
-      },
-    );
-  });
+/** Run git in `repoDir` and return stdout bytes; a failure is a typed GIT error (or empty output with `allowFail`). */
+export async function git(repoDir: string, args: readonly string[], options: { env?: Readonly<Record<string, string>>; allowFail?: boolean } = {}): Promise<Buffer> {
+  const run = runGit(repoDir, args, { env: { ...REVIEW_GIT_ENV, ...options.env }, config: REVIEW_GIT_CONFIG, maxBuffer: MAX_BUFFER });
+  if (options.allowFail === true) return run.then((result) => result.stdout, () => Buffer.alloc(0));
+  return (await run).stdout;
 }
 
 export async function gitText(repoDir: string, args: readonly string[]): Promise<string> {

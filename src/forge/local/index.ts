@@ -1,7 +1,7 @@
 export { LocalForge, type LocalForgeOptions, type OpenChangeRequest, type RunChecksOptions } from './forge.js';
 export { openLocalForge, defaultLocalDataDir, LOCAL_FORGE_NAMESPACE, type OpenLocalForgeOptions, type OpenedLocalForge } from './open.js';
 export { GitRepository, type MergeTreeResult, type CommitIdentity } from './repository.js';
-export { runGit, gitText, type GitResult, type GitOptions } from './git.js';
+export { runGit, gitText, type GitResult, type GitOptions } from '../../host/index.js';
 export { judgeMergeability, allowsMerge, type MergeabilityInput, type MergeabilityJudgment } from './mergeability.js';
 export { toForgeEvent, tailForgeEvents, type PositionedForgeEvent, type ForgeEventListener, type TailOptions } from './events.js';
 export { parseOutputUrl, type CheckProgress, type CheckRunResult } from './checks.js';

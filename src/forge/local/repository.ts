@@ -1,7 +1,7 @@
 import { stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { ProofgateError, isProofgateError } from '../../core/index.js';
-import { gitText, runGit, type GitOptions } from './git.js';
+import { gitText, runGit, type GitOptions } from '../../host/index.js';
 
 /** The typed git operations the local forge needs, on one repository. */
 

@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { runProcess } from '../../host/index.js';
 
 /** How a reviewer process ended. */
 export type ProcessOutcome =
@@ -17,66 +17,29 @@ export interface SpawnLimits {
   readonly stderrLimit?: number;
 }
 
-function killGroup(pid: number | undefined): void {
-  if (pid === undefined) return;
-  try {
-    process.kill(-pid, 'SIGKILL');
-  } catch {
-    // The group is already gone.
-  }
-}
-
 /**
- * Run a program in its own process group with a deadline and an output cap.
- * Past the deadline or the cap the whole group is killed; when the program
- * exits, anything it left running in its group is killed too.
+ * Run a reviewer program through the host process runner: its own process
+ * group, `env` as its whole environment, the request on stdin. Past the
+ * deadline or past `outputLimit` bytes of stdout the whole group is killed at
+ * once (no grace: a reviewer has no state worth saving); stderr is kept apart
+ * (its first `stderrLimit` bytes) for the failure reason.
  */
-export function runContained(argv: readonly string[], limits: SpawnLimits): Promise<ProcessOutcome> {
-  return new Promise((resolve) => {
-    const [program, ...args] = argv as [string, ...string[]];
-    const child = spawn(program, args, { cwd: limits.cwd, env: limits.env, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
-    const stdout: Buffer[] = [];
-    let stdoutBytes = 0;
-    let stderr = '';
-    const stderrLimit = limits.stderrLimit ?? 4096;
-    let settled: ProcessOutcome | undefined;
-    const finish = (outcome: ProcessOutcome) => {
-      if (settled) return;
-      settled = outcome;
-      clearTimeout(timer);
-      killGroup(child.pid);
-      child.stdout?.destroy();
-      child.stderr?.destroy();
-      resolve(outcome);
-    };
-    const timer = setTimeout(() => finish({ kind: 'timeout', ms: limits.timeoutMs }), limits.timeoutMs);
-    child.on('error', (error) => finish({ kind: 'spawn-error', message: error.message }));
-    child.stdin?.on('error', () => undefined);
-    child.stdout?.on('data', (chunk: Buffer) => {
-      stdoutBytes += chunk.length;
-      if (stdoutBytes > limits.outputLimit) finish({ kind: 'too-large', limit: limits.outputLimit });
-      else stdout.push(chunk);
-    });
-    child.stderr?.on('data', (chunk: Buffer) => {
-      if (stderr.length < stderrLimit) stderr += chunk.toString('utf8').slice(0, stderrLimit - stderr.length);
-    });
-    child.on('exit', (code, signal) => {
-      // Let buffered output drain briefly, then settle even if a straggler holds the pipes open.
-      const settle = () =>
-        finish(
-          signal !== null
-            ? { kind: 'signaled', signal, stderr }
-            : { kind: 'exited', code: code ?? 0, stdout: Buffer.concat(stdout), stderr },
-        );
-      if (child.stdout?.readableEnded !== false) settle();
-      else {
-        const grace = setTimeout(settle, 200);
-        child.stdout.once('end', () => {
-          clearTimeout(grace);
-          setImmediate(settle);
-        });
-      }
-    });
-    child.stdin?.end(limits.stdin);
+export async function runContained(argv: readonly string[], limits: SpawnLimits): Promise<ProcessOutcome> {
+  const run = await runProcess({
+    argv,
+    cwd: limits.cwd,
+    env: limits.env,
+    stdin: limits.stdin,
+    timeoutMs: limits.timeoutMs,
+    output: { maxBytes: limits.outputLimit, keep: 'head', onOverflow: 'kill' },
+    stderr: { maxBytes: limits.stderrLimit ?? 4096, keep: 'head' },
+    killGraceMs: 0,
+    drainMs: 200,
   });
+  const stderr = run.stderr.toString('utf8');
+  if (run.startError !== null) return { kind: 'spawn-error', message: run.startError };
+  if (run.timedOut) return { kind: 'timeout', ms: limits.timeoutMs };
+  if (run.overflowed) return { kind: 'too-large', limit: limits.outputLimit };
+  if (run.signal !== null) return { kind: 'signaled', signal: run.signal, stderr };
+  return { kind: 'exited', code: run.exitCode ?? 0, stdout: run.output, stderr };
 }

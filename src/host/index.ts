@@ -1,0 +1,9 @@
+/**
+ * The machine proofgate runs on: child processes and the git binary. One
+ * process runner (own process group, time limit, abort, capped output, an
+ * environment built from an allow-list), one git runner, and the rule for
+ * what a child may see of proofgate's environment. Imports only `core`.
+ */
+export { PORTABLE_ENV, SESSION_ENV, TOOLCHAIN_ENV, allowListedEnv } from './env.js';
+export { runProcess, type ProcessRequest, type ProcessResult, type OutputCap } from './process.js';
+export { runGit, gitText, gitEnvironment, type GitResult, type GitOptions } from './git.js';

@@ -1,4 +1,5 @@
-import { resolve } from 'node:path';
+import { isAbsolute, join, resolve } from 'node:path';
+import { gitText } from '../host/index.js';
 
 /**
  * Where a command keeps its state: `--data DIR`, else `PROOFGATE_DATA_DIR`,
@@ -9,4 +10,18 @@ export function resolveDataDir(flag: string | undefined, fallback: string): stri
   const fromEnv = process.env.PROOFGATE_DATA_DIR;
   if (fromEnv !== undefined && fromEnv !== '') return resolve(fromEnv);
   return resolve(fallback);
+}
+
+/**
+ * The default state directory of a repository: `proofgate/` inside its common
+ * git directory, so the work tree stays clean; null when `dir` is not inside a
+ * git repository.
+ */
+export async function repositoryStateDir(dir: string): Promise<string | null> {
+  try {
+    const common = await gitText(dir, ['rev-parse', '--git-common-dir']);
+    return join(isAbsolute(common) ? common : resolve(dir, common), 'proofgate');
+  } catch {
+    return null;
+  }
 }

@@ -49,6 +49,22 @@ describe('proofgate review (built CLI)', () => {
     expect(out.stdout).toContain(join(data, 'reviews'));
   });
 
+  it('runs the review as a graph run in the repository store, visible to proofgate runs', () => {
+    const out = runCli(['review', '--repo', repo.dir, '--base', 'main', '--head', 'tested', '--json']);
+    expect(out.status).toBe(0);
+    const outcome = JSON.parse(out.stdout) as { run_id: string; accepted_result: { position: string; record_digest: string } };
+    expect(outcome.run_id).toMatch(/^review_/);
+    expect(outcome.accepted_result.position).toBe('dag/panel/1');
+    expect(outcome.accepted_result.record_digest).toMatch(/^sha256:[0-9a-f]{64}$/);
+    const list = runCli(['runs', 'list', '--repo', repo.dir, '--namespace', 'reviews', '--json']);
+    expect(list.status).toBe(0);
+    const runs = JSON.parse(list.stdout) as { runId: string; status: string; graphId: string }[];
+    expect(runs).toContainEqual(expect.objectContaining({ runId: outcome.run_id, status: 'complete', graphId: 'proofgate-review' }));
+    const show = runCli(['runs', 'show', outcome.run_id, '--repo', repo.dir, '--namespace', 'reviews']);
+    expect(show.status).toBe(0);
+    expect(show.stdout).toContain('dag/panel/1');
+  });
+
   it('PROOFGATE_DATA_DIR places the review files', () => {
     const data = join(scratch.dir, 'env-data');
     const out = runCli(['review', '--repo', repo.dir, '--base', 'main', '--head', 'tested', '--json'], { env: { PROOFGATE_DATA_DIR: data } });

@@ -1,8 +1,10 @@
 import { Option, type Command } from 'commander';
 import { ProofgateError, parseJson } from '../../core/index.js';
 import { reviewRequestSchema } from '../../contracts/index.js';
-import { defaultDataDir, runReview, validateLaneResult, type LaneOutcome, type ReviewOutcome } from '../../review/index.js';
-import { resolveDataDir } from '../data-dir.js';
+import { runReviewOnRuntime, validateLaneResult, type LaneOutcome, type ReviewOutcome } from '../../review/index.js';
+import { defaultStoragePolicy } from '../../storage/policy.js';
+import { createLocalRunStorage } from '../../storage/sqlite/index.js';
+import { repositoryStateDir, resolveDataDir } from '../data-dir.js';
 import { emit, readInput, setExitStatus, usageError } from '../io.js';
 
 /** Exit codes of `proofgate review`. */
@@ -28,9 +30,13 @@ function laneLine(lane: LaneOutcome): string[] {
   return lines;
 }
 
-function renderReview(outcome: ReviewOutcome): string {
+/** The store namespace of review runs (`proofgate runs list --namespace reviews`). */
+export const REVIEW_RUNS_NAMESPACE = 'reviews';
+
+function renderReview(outcome: ReviewOutcome, runId: string): string {
   const lines = [
     `review ${outcome.review_id}: ${outcome.verdict} (${outcome.mode})`,
+    `run ${runId} (proofgate runs show ${runId} --namespace ${REVIEW_RUNS_NAMESPACE})`,
     `head ${outcome.head_sha}  base ${outcome.base_sha}`,
     `diff ${outcome.diff.sha256}  contract ${outcome.acceptance_contract.sha256}  config ${outcome.config_source}`,
     ...outcome.lanes.flatMap(laneLine),
@@ -55,11 +61,13 @@ interface ReviewFlags {
 }
 
 async function reviewAction(flags: ReviewFlags): Promise<void> {
-  const dataDir = resolveDataDir(flags.data, await defaultDataDir(flags.repo).catch(() => {
-    throw new ProofgateError('GIT', `not a git repository: ${flags.repo}`);
-  }));
+  const stateDir = await repositoryStateDir(flags.repo);
+  if (stateDir === null) throw new ProofgateError('GIT', `not a git repository: ${flags.repo}`);
+  const dataDir = resolveDataDir(flags.data, stateDir);
   const progress = process.stderr.isTTY && !flags.json;
-  const outcome = await runReview({
+  const storage = createLocalRunStorage({ directory: dataDir, namespace: REVIEW_RUNS_NAMESPACE, policy: defaultStoragePolicy });
+  const result = await runReviewOnRuntime({
+    storage,
     repoDir: flags.repo,
     base: flags.base,
     head: flags.head,
@@ -74,8 +82,9 @@ async function reviewAction(flags: ReviewFlags): Promise<void> {
     onLane: (lane) => {
       if (progress) process.stderr.write(`lane ${lane.lane_id} done\n`);
     },
-  });
-  await emit(Boolean(flags.json), outcome, () => renderReview(outcome));
+  }).finally(() => storage.close());
+  const { outcome, runId } = result;
+  await emit(Boolean(flags.json), { ...outcome, run_id: runId, accepted_result: { position: result.position, record_digest: result.record.digest } }, () => renderReview(outcome, runId));
   exitWith(REVIEW_EXIT[outcome.verdict]);
 }
 

@@ -7,17 +7,22 @@ import { defaultStoragePolicy } from '../../storage/policy.js';
 import type { RunStorage } from '../../storage/policy-types.js';
 import type { StoredEvent } from '../../storage/ports.js';
 import { DATABASE_FILE, createLocalRunStorage } from '../../storage/sqlite/index.js';
-import { resolveDataDir } from '../data-dir.js';
+import { repositoryStateDir, resolveDataDir } from '../data-dir.js';
 import { emit } from '../io.js';
 
 interface StoreOptions {
   data?: string;
+  repo: string;
   namespace: string;
   json?: boolean;
 }
 
-function openStore(options: StoreOptions): RunStorage | null {
-  const directory = resolveDataDir(options.data, '.proofgate');
+async function storeDirectory(options: StoreOptions): Promise<string> {
+  return resolveDataDir(options.data, (await repositoryStateDir(options.repo)) ?? '.proofgate');
+}
+
+async function openStore(options: StoreOptions): Promise<RunStorage | null> {
+  const directory = await storeDirectory(options);
   if (!existsSync(join(directory, DATABASE_FILE))) return null;
   return createLocalRunStorage({ directory, namespace: options.namespace, policy: defaultStoragePolicy });
 }
@@ -73,12 +78,13 @@ function describeEvent(event: RunEvent): string {
 export function registerRunsCommands(program: Command): void {
   const runs = program.command('runs').description('inspect graph runs kept in the local store');
   const storeOptions = (command: Command) => command
-    .option('--data <dir>', 'data directory (default: $PROOFGATE_DATA_DIR or ./.proofgate)')
+    .option('--repo <dir>', 'repository whose store to read', '.')
+    .option('--data <dir>', 'data directory (default: $PROOFGATE_DATA_DIR, else proofgate/ in the git directory of --repo, else ./.proofgate)')
     .option('--namespace <name>', 'storage namespace', 'default')
     .option('--json', 'print JSON');
 
   storeOptions(runs.command('list').description('list runs with their status')).action(async (options: StoreOptions) => {
-    const storage = openStore(options);
+    const storage = await openStore(options);
     const summaries: RunSummary[] = [];
     if (storage) {
       try {
@@ -97,8 +103,8 @@ export function registerRunsCommands(program: Command): void {
   storeOptions(runs.command('show').description('show a run as a timeline (--json: its raw events)').argument('<runId>', 'run id'))
     .action(async (runIdArg: string, options: StoreOptions) => {
       const runId = checkRunId(runIdArg);
-      const storage = openStore(options);
-      if (!storage) throw new ProofgateError('NOT_FOUND', `run ${runId} not found (no store in ${resolveDataDir(options.data, '.proofgate')})`);
+      const storage = await openStore(options);
+      if (!storage) throw new ProofgateError('NOT_FOUND', `run ${runId} not found (no store in ${await storeDirectory(options)})`);
       try {
         const events = await storage.eventStore.read(runStreamId(runId));
         if (events.length === 0) throw new ProofgateError('NOT_FOUND', `run ${runId} not found`);

@@ -13,6 +13,7 @@ import pino from 'pino';
 import { systemClock } from '../../src/core/index.js';
 import { createGitHubForge, parseWebhookDelivery } from '../../src/forge/github/index.js';
 import {
+  builtinRepair,
   AutomergeRouter,
   ChangeJobs,
   ChangeSignals,
@@ -44,6 +45,16 @@ export interface GitHubLoop {
   mirrorCommit(sha: string, parent?: string): string;
   /** Push the real repository's branches to the bare remote. */
   syncRemote(): void;
+  /** The bare repository that plays GitHub's git side (the workspace's remote). */
+  readonly remote: string;
+  /**
+   * Play GitHub after a git push: poll the bare remote's `branch`; when it
+   * moves away from PR `pr`'s head, put the pushed commit into the model,
+   * move the PR head, mark it mergeable, add a green `ci` check run, and
+   * deliver a signed `pull_request.synchronize` webhook. Returns the new
+   * heads seen so far.
+   */
+  followPushes(pr: number, branch: string): string[];
   /** Deliver a signed `issue_comment.created` webhook for a new comment by `author`. */
   comment(pr: number, body: string, author?: string): Promise<RouteResult>;
   /** Complete a check run in the model and deliver its signed `check_run.completed` webhook. */
@@ -56,7 +67,13 @@ function filesAt(repo: TempRepo, sha: string): Record<string, string> {
   return Object.fromEntries(names.map((name) => [name, repo.git(['show', `${sha}:${name}`]) + '\n']));
 }
 
-export async function githubLoop(options: { onProgress?: (progress: LoopProgress) => void } = {}): Promise<GitHubLoop> {
+function remoteFiles(remote: string, sha: string): Record<string, string> {
+  const git = (args: string[]) => execFileSync('git', ['-C', remote, ...args], { encoding: 'utf8' });
+  const names = git(['ls-tree', '-r', '--name-only', sha]).split('\n').filter((n) => n !== '');
+  return Object.fromEntries(names.map((name) => [name, git(['show', `${sha}:${name}`])]));
+}
+
+export async function githubLoop(options: { onProgress?: (progress: LoopProgress) => void; repair?: boolean } = {}): Promise<GitHubLoop> {
   const server = await startGitHubServer();
   const { model } = server;
   model.setCollaborator(MAINTAINER, 'write');
@@ -81,7 +98,7 @@ export async function githubLoop(options: { onProgress?: (progress: LoopProgress
     secret: randomBytes(32),
     workspace: mirrorWorkspace({ directory: join(root, 'workspaces'), remoteUrl: remote }),
     reviewer: panelReviewer({ dataDir: join(root, 'reviews') }),
-    repair: null,
+    repair: options.repair === true ? builtinRepair : null,
     signals: new ChangeSignals(),
     identity: { name: 'proofgate', email: 'proofgate@example.test' },
     clock: systemClock,
@@ -103,12 +120,42 @@ export async function githubLoop(options: { onProgress?: (progress: LoopProgress
     return router.handleEvent(event);
   }
 
+  const watchers: NodeJS.Timeout[] = [];
   return {
     server,
     repo,
     env,
     router,
     progress,
+    remote,
+    followPushes(pr, branch) {
+      const seen: string[] = [];
+      let busy = false;
+      const timer = setInterval(() => {
+        if (busy) return;
+        busy = true;
+        void (async () => {
+          const sha = execFileSync('git', ['-C', remote, 'rev-parse', `refs/heads/${branch}`], { encoding: 'utf8' }).trim();
+          if (sha === model.headSha(pr)) return;
+          const parent = execFileSync('git', ['-C', remote, 'rev-parse', `${sha}^`], { encoding: 'utf8' }).trim();
+          if (!model.hasCommit(parent)) model.commit({ sha: parent, files: remoteFiles(remote, parent) });
+          model.commit({ sha, parent, files: remoteFiles(remote, sha) });
+          model.pushHead(pr, sha);
+          model.setMergeable(pr, 'MERGEABLE');
+          model.addCheckRun({ sha, name: 'ci' });
+          seen.push(sha);
+          const base = fixture('pull_request', 'synchronize.payload.json');
+          const pull = { ...(base.pull_request as object), number: pr, head: { ...((base.pull_request as Record<string, unknown>).head as object), sha, ref: branch } };
+          await deliver('pull_request', { ...base, action: 'synchronize', number: pr, after: sha, pull_request: pull });
+        })()
+          .catch((error: unknown) => progress.push({ changeId: String(pr), at: new Date().toISOString(), text: `harness: ${String(error)}` }))
+          .finally(() => {
+            busy = false;
+          });
+      }, 50);
+      watchers.push(timer);
+      return seen;
+    },
     mirrorCommit(sha, parent) {
       return model.commit({ sha, files: filesAt(repo, sha), ...(parent === undefined ? {} : { parent }) });
     },
@@ -146,6 +193,7 @@ export async function githubLoop(options: { onProgress?: (progress: LoopProgress
       await deliver('check_run', { ...base, action: 'completed', check_run: checkRun });
     },
     async cleanup() {
+      for (const timer of watchers) clearInterval(timer);
       await jobs.close();
       await storage.close();
       await server.close();

@@ -18,3 +18,5 @@ export * from './router.js';
 export * from './secret.js';
 export * from './local.js';
 export * from './repair-module.js';
+export * from './recover.js';
+export * from './crash-seam.js';

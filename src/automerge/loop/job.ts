@@ -4,10 +4,14 @@
  * arrived as it was finishing is not lost). Across processes the job holds a
  * lease: an event appended at the revision it read, so of two processes only
  * one wins; the lease is renewed while the job runs and released at its end.
+ * A lease whose holder was a process of this host that no longer exists (it
+ * was killed) is taken over at once, and the new job first closes what the
+ * dead one left half done (recover.ts).
  */
 import { hostname } from 'node:os';
 import { newId } from '../../core/index.js';
 import { runAutomergeLoop, type LoopOutcome, type ManualCommand } from './loop.js';
+import { recoverInterrupted } from './recover.js';
 import { StatusWriter } from './status.js';
 import type { Lease } from './ledger-store.js';
 import type { AutomergeEnvironment } from './types.js';
@@ -46,6 +50,8 @@ export class ChangeJobs {
   readonly #leaseMs: number;
   readonly #maxReruns: number;
   readonly #active = new Map<string, ActiveJob>();
+  /** Check runs the loops started and left running when they ended (awaited by `close`). */
+  readonly #background = new Set<Promise<void>>();
   readonly #manual = new Map<string, ManualCommand[]>();
 
   constructor(env: AutomergeEnvironment, options: ChangeJobsOptions = {}) {
@@ -88,16 +94,22 @@ export class ChangeJobs {
     return { joined: false, done };
   }
 
-  /** Abort every running job (they end as `interrupted`) and wait for them. */
+  /** Abort every running job (they end as `interrupted`) and wait for them and for the check runs they left. */
   async close(): Promise<void> {
     const jobs = [...this.#active.values()];
     for (const active of jobs) active.job.abort.abort();
     await Promise.allSettled(jobs.map((job) => job.done));
+    await Promise.allSettled([...this.#background]);
+  }
+
+  #keep(work: Promise<void>): void {
+    const tracked = work.catch(() => undefined).finally(() => this.#background.delete(tracked));
+    this.#background.add(tracked);
   }
 
   async #run(changeId: string, job: JobState): Promise<JobResult> {
     const { store } = this.env;
-    const lease = await store.acquireLease(changeId, this.owner, this.#leaseMs);
+    const lease = await store.acquireLease(changeId, this.owner, this.#leaseMs, leaseHolderGone);
     if (!lease.acquired) {
       await store.step(changeId, 'job-joined-elsewhere', { holder: lease.holder.owner, until: lease.holder.until });
       return { kind: 'held-elsewhere', holder: lease.holder };
@@ -106,12 +118,20 @@ export class ChangeJobs {
       void store.updateLease(changeId, this.owner, this.#leaseMs).catch(() => undefined);
     }, Math.max(1_000, Math.floor(this.#leaseMs / 3)));
     try {
-      await store.step(changeId, 'job-started', { owner: this.owner });
+      await store.step(changeId, 'job-started', { owner: this.owner, ...(lease.tookOver === null ? {} : { tookOverFrom: lease.tookOver }) });
+      const recovery = await recoverInterrupted(this.env, changeId, { checks: lease.unclean });
+      const rerunChecks = new Set(recovery.rerunChecks);
       let outcome: LoopOutcome;
       let rounds = 0;
       do {
         job.rerun = false;
-        outcome = await runAutomergeLoop(this.env, changeId, { signal: job.abort.signal, writer: this.writer, takeManual: () => this.#take(changeId) });
+        outcome = await runAutomergeLoop(this.env, changeId, {
+          signal: job.abort.signal,
+          writer: this.writer,
+          takeManual: () => this.#take(changeId),
+          rerunChecks,
+          background: (work) => this.#keep(work),
+        });
         rounds += 1;
       } while ((job.rerun || (this.#manual.get(changeId)?.length ?? 0) > 0) && outcome.kind !== 'merged' && outcome.kind !== 'interrupted' && rounds <= this.#maxReruns);
       await store.step(changeId, 'job-finished', { owner: this.owner, outcome: outcome.kind, reason: outcome.reason });
@@ -120,5 +140,24 @@ export class ChangeJobs {
       clearInterval(renew);
       await store.updateLease(changeId, this.owner, 'release').catch(() => undefined);
     }
+  }
+}
+
+/**
+ * Whether a lease holder is a process of this host that is gone. Owners are
+ * `<host>:<pid>:<job id>`; only a holder on this host with a pid that no
+ * longer exists counts (a pid reused since is taken for alive, the lease then
+ * simply runs out).
+ */
+export function leaseHolderGone(holder: Lease): boolean {
+  const match = /^(.*):(\d+):[^:]+$/.exec(holder.owner);
+  if (match === null || match[1] !== hostname()) return false;
+  const pid = Number(match[2]);
+  if (!Number.isSafeInteger(pid) || pid <= 0 || pid === process.pid) return false;
+  try {
+    process.kill(pid, 0);
+    return false;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'ESRCH';
   }
 }

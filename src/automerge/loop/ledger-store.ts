@@ -36,7 +36,14 @@ export interface Lease {
   readonly released: boolean;
 }
 
-export type LeaseAttempt = { readonly acquired: true } | { readonly acquired: false; readonly holder: Lease };
+/**
+ * `tookOver`: the owner of a live lease that was taken over because its holder
+ * is gone. `unclean`: the previous holder never released its lease (it was
+ * killed, or hung until the lease ran out), so what it ran may be cut short.
+ */
+export type LeaseAttempt =
+  | { readonly acquired: true; readonly tookOver: string | null; readonly unclean: boolean }
+  | { readonly acquired: false; readonly holder: Lease };
 
 export interface LoadedLedger {
   readonly state: AutomergeLedgerState;
@@ -135,18 +142,22 @@ export class LedgerStore {
   }
 
   /**
-   * Take the change's lease for `owner` unless another owner holds a live one.
-   * Returns the holder when it is someone else.
+   * Take the change's lease for `owner` unless another owner holds a live one
+   * (one that `holderGone` does not declare dead). Returns the holder when it
+   * is someone else.
    */
-  acquireLease(changeId: string, owner: string, ttlMs: number): Promise<LeaseAttempt> {
+  acquireLease(changeId: string, owner: string, ttlMs: number, holderGone: (holder: Lease) => boolean = () => false): Promise<LeaseAttempt> {
     return this.appendWith<LeaseAttempt>(changeId, (loaded) => {
       const held = loaded.lease;
       const now = this.#clock.now().getTime();
-      if (held !== null && !held.released && held.owner !== owner && Date.parse(held.until) > now) {
+      const live = held !== null && !held.released && held.owner !== owner && Date.parse(held.until) > now;
+      if (live && !holderGone(held)) {
         return { events: [], result: { acquired: false as const, holder: held } };
       }
       const until = new Date(now + ttlMs).toISOString();
-      return { events: [{ id: newId('aml'), type: 'lease', data: { owner, until, released: false } }], result: { acquired: true as const } };
+      const tookOver = live ? held.owner : null;
+      const unclean = held !== null && !held.released && held.owner !== owner;
+      return { events: [{ id: newId('aml'), type: 'lease', data: { owner, until, released: false } }], result: { acquired: true as const, tookOver, unclean } };
     });
   }
 

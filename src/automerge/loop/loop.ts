@@ -47,6 +47,17 @@ export interface LoopOptions {
   readonly writer?: StatusWriter;
   /** Commands queued by the router for this change (drained at every step). */
   readonly takeManual?: () => ManualCommand[];
+  /**
+   * Heads whose earlier check run was interrupted (a crash): their checks run
+   * once more even though runs exist. A head is removed when its checks start.
+   */
+  readonly rerunChecks?: Set<string>;
+  /**
+   * Takes the check runs the loop started and that still run when it ends, so
+   * an outcome (a stop, a block) is returned at once; without it the loop waits
+   * for them before it returns.
+   */
+  readonly background?: (work: Promise<void>) => void;
 }
 
 function latestVerdict(verdicts: readonly TrustedVerdict[], head: string): string | null {
@@ -128,13 +139,21 @@ export async function runAutomergeLoop(env: AutomergeEnvironment, changeId: stri
   function startChecks(it: Iteration): void {
     const head = it.snapshot.head.sha;
     if (env.startChecks === undefined || it.config.checks.length === 0 || it.snapshot.state !== 'open') return;
-    if (checkRuns.has(head) || it.snapshot.checks.some((check) => check.headSha === head)) return;
-    progress(`running ${it.config.checks.length} check(s) on ${head.slice(0, 12)}`);
-    const run = env
-      .startChecks(changeId, head)
+    if (checkRuns.has(head)) return;
+    const rerun = options.rerunChecks?.has(head) === true;
+    if (!rerun && it.snapshot.checks.some((check) => check.headSha === head)) return;
+    options.rerunChecks?.delete(head);
+    progress(`${rerun ? 'running again (the earlier run was interrupted)' : 'running'} ${it.config.checks.length} check(s) on ${head.slice(0, 12)}`);
+    const startChecks = env.startChecks;
+    // `checks-started` / `checks-finished` steps let a restarted job see a run that a crash cut short.
+    const run = env.store
+      .step(changeId, 'checks-started', { head })
+      .then(() => startChecks(changeId, head))
+      .then(() => env.store.step(changeId, 'checks-finished', { head }))
       .catch(async (error: unknown) => {
         progress(`checks on ${head.slice(0, 12)} could not run: ${errorMessage(error)}`);
         await env.store.step(changeId, 'checks-failed-to-run', { head, reason: errorMessage(error) }).catch(() => undefined);
+        await env.store.step(changeId, 'checks-finished', { head }).catch(() => undefined);
       })
       .finally(() => env.signals.notify(changeId));
     checkRuns.set(head, run);
@@ -221,6 +240,7 @@ export async function runAutomergeLoop(env: AutomergeEnvironment, changeId: stri
     }
     throw error;
   } finally {
-    await Promise.allSettled([...checkRuns.values()]);
+    if (options.background === undefined) await Promise.allSettled([...checkRuns.values()]);
+    else for (const run of checkRuns.values()) options.background(run);
   }
 }

@@ -8,6 +8,7 @@ import { isProofgateError, newId } from '../../core/index.js';
 import type { ChangeSnapshot } from '../../forge/port.js';
 import type { AutomergeLedgerState } from '../ledger.js';
 import { renderFinalComment } from '../status-comment.js';
+import { crashPoint } from './crash-seam.js';
 import type { StatusWriter } from './status.js';
 import type { AutomergeEnvironment } from './types.js';
 
@@ -34,6 +35,7 @@ export async function runMergeStep(env: AutomergeEnvironment, snapshot: ChangeSn
       title: `${snapshot.title} (#${snapshot.number})`,
       message: `Merged by proofgate automerge at the reviewed head ${head}.`,
     });
+    crashPoint('merge-returned');
     const state = await env.store.record(changeId, { type: 'merged', id, head, mergeCommit: result.sha, at: env.store.now() });
     return { kind: 'merged', mergeCommit: result.sha, state };
   } catch (error) {

@@ -49,9 +49,19 @@ export interface Capabilities {
 /**
  * Check a decision against what can be done (pure). A repair nobody can
  * perform is a block that says why; so is a repair that already made no
- * change from the same head (running it again would change nothing).
+ * change from the same head (running it again would change nothing). A
+ * review, repair or merge of a head that a repair already replaced (the
+ * forge does not show the pushed head yet) is a wait.
  */
 export function gateDecision(decision: AutomergeDecision, ledger: AutomergeLedgerState, capabilities: Capabilities): AutomergeDecision {
+  if (decision.kind === 'review' || decision.kind === 'repair' || decision.kind === 'merge') {
+    // A repair pushed a new head from this one, but the forge still shows the old head (GitHub updates a
+    // pull request a moment after a git push): wait for it rather than act on a head that is gone.
+    const pushed = ledger.repairs.filter((r) => r.head === decision.head && r.status === 'pushed' && r.newHead !== null && r.newHead !== decision.head).pop();
+    if (pushed?.newHead != null) {
+      return { kind: 'wait', reason: `repair ${pushed.id} pushed ${pushed.newHead.slice(0, 12)} from ${decision.head.slice(0, 12)}; waiting for the forge to show the new head` };
+    }
+  }
   if (decision.kind !== 'repair') return decision;
   if (decision.repair !== 'rebase' && !capabilities.agentFix) {
     return { kind: 'block', reason: `${decision.reason}; no agent-fix command is configured (automerge.agentFix), so a human must fix it` };

@@ -4,14 +4,47 @@
  * it did. A pushed repair moves the head, so the next decision is a review of
  * the new head (a push invalidates every older verdict).
  */
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { errorMessage, newId } from '../../core/index.js';
 import type { RepoConfig } from '../../contracts/repo-config.js';
-import type { ChangeSnapshot } from '../../forge/port.js';
+import type { ChangeSnapshot, PushRequest } from '../../forge/port.js';
 import { summarizeChecks, type CheckPolicy } from '../checks.js';
 import type { RepairKind } from '../ledger.js';
 import type { StepEvent } from './ledger-store.js';
 import type { FailingCheck, RepairFinding, RepairOutcome as RepairResult } from '../repair/index.js';
+import { crashPoint } from './crash-seam.js';
 import type { AutomergeEnvironment } from './types.js';
+
+const run = promisify(execFile);
+
+/** The commits `newSha` adds over the old head and the base, oldest first (best effort: [] when git cannot tell). */
+async function newCommits(repoDir: string, request: PushRequest, base: string): Promise<string[]> {
+  try {
+    const { stdout } = await run('git', ['-C', repoDir, 'rev-list', '--reverse', request.newSha, ...(request.expectedOldSha === null ? [] : [`^${request.expectedOldSha}`]), `^${base}`]);
+    return stdout.split('\n').filter((line) => /^[0-9a-f]{40,64}$/.test(line));
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * How a repair publishes: the push intent is recorded first (a `repair-push`
+ * step naming the new head and its commits, so a restarted job can tell a
+ * push that landed from one that did not), then one compare-and-swap: the
+ * workspace's `pushCommits` when it has one (a git push with lease to the
+ * remote), else `forge.pushBranch`.
+ */
+function publisher(env: AutomergeEnvironment, snapshot: ChangeSnapshot, repairId: string, repoDir: string): (request: PushRequest) => Promise<void> {
+  return async (request) => {
+    const commits = await newCommits(repoDir, request, snapshot.base.sha);
+    await env.store.step(snapshot.id, 'repair-push', { repair: repairId, branch: request.branch, oldSha: request.expectedOldSha, newSha: request.newSha, commits });
+    const { workspace } = env;
+    if (workspace.pushCommits === undefined) await env.forge.pushBranch(request);
+    else await workspace.pushCommits(repoDir, request);
+    crashPoint('repair-pushed');
+  };
+}
 
 export interface RepairRequest {
   readonly repair: RepairKind;
@@ -77,6 +110,7 @@ export async function runRepairStep(
       result = await module.runRepair({
         repoDir,
         forge: env.forge,
+        pushCommits: publisher(env, snapshot, id, repoDir),
         snapshot,
         repair: request.repair,
         reason: request.reason,

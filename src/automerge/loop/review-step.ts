@@ -13,6 +13,7 @@ import { runReview, type ReviewOptions } from '../../review/index.js';
 import { composeMarkedBody, type ReviewVerdictFields } from '../markers.js';
 import { escapeText } from '../status-comment.js';
 import type { RepairFinding } from '../repair/index.js';
+import { crashPoint } from './crash-seam.js';
 import type { AutomergeEnvironment, Reviewer, ReviewResult } from './types.js';
 
 /** Findings shown in a verdict comment (the rest are counted). */
@@ -93,6 +94,7 @@ export async function runReviewStep(env: AutomergeEnvironment, snapshot: ChangeS
   };
   const body = composeMarkedBody(renderVerdictText(snapshot, head, result), [fields], env.secret);
   const comment = await env.forge.createComment(changeId, body);
+  crashPoint('review-comment-written');
   await env.store.step(changeId, 'review-verdict', {
     review: reviewId,
     head,

@@ -9,7 +9,7 @@
  */
 import type { ForgeComment, ForgeEvent, RepoPermission } from '../../forge/port.js';
 import { commandText, parseCommands, type ParsedCommand } from '../commands.js';
-import { automergeActive, type SkipReason } from '../ledger.js';
+import { automergeActive, type AutomergeLedgerState, type SkipReason } from '../ledger.js';
 import { escapeText, renderStatusComment } from '../status-comment.js';
 import { authorizeCommand } from '../trust.js';
 import type { ChangeJobs, Dispatch } from './job.js';
@@ -39,9 +39,27 @@ export const HELP_TEXT = [
   '- `/proofgate stop`: stop automerge (until a later `/proofgate automerge`)',
   '- `/proofgate review`: review the current head again',
   '- `/proofgate rebase`: rebase the change onto its base',
-  '- `/proofgate status`: refresh the status comment',
+  '- `/proofgate status`: refresh the status comment (while automerge is off: a short reply)',
   '- `@proofgate proof [scenario[,scenario...]] [40-hex sha]`: ask for behavioural proof',
 ].join('\n');
+
+/**
+ * The short reply to `/proofgate status` while automerge is off (pure): why
+ * it is off and how to turn it on; a merged change names its merge.
+ */
+export function statusReply(head: string, state: AutomergeLedgerState, asker: string): string {
+  const shortHead = `\`${head.slice(0, 12).replace(/[^0-9a-f]/g, '')}\``;
+  let why: string;
+  if (state.merged !== null) why = `merged: head \`${state.merged.head.slice(0, 12)}\` as \`${state.merged.mergeCommit.slice(0, 12)}\``;
+  else if (state.automerge === null) why = 'off: automerge was never requested for this change';
+  else why = `off: stopped by ${escapeText(state.stop?.actor ?? 'someone')}`;
+  const verdicts = state.reviews.filter((r) => r.verdict !== null);
+  const last = verdicts[verdicts.length - 1];
+  const review = last === undefined ? 'no review yet' : `last review: ${last.verdict ?? ''} on \`${last.head.slice(0, 12)}\``;
+  const lines = [`proofgate status (asked by ${escapeText(asker)}): automerge is ${why}. Head ${shortHead}; ${review}.`];
+  if (state.merged === null) lines.push('', 'Comment `/proofgate automerge` to review, repair and merge this change.');
+  return lines.join('\n');
+}
 
 const EMPTY: RouteResult = { commands: [], refused: [], ran: [], skipped: null, dispatch: null };
 
@@ -161,9 +179,16 @@ export class AutomergeRouter {
           this.jobs.enqueue(changeId, { kind: command.kind, actor: comment.author });
           start();
           break;
-        case 'status':
-          start();
+        case 'status': {
+          const { state } = await env.store.load(changeId);
+          if (automergeActive(state) && state.merged === null) {
+            // The job refreshes the status comment (the command is a new timeline line).
+            start();
+          } else {
+            await env.forge.createComment(changeId, statusReply(snapshot.head.sha, state, comment.author));
+          }
           break;
+        }
         case 'proof':
           await env.forge.createComment(changeId, `Proof requests (asked by ${escapeText(comment.author)}) are answered by a proof producer, and none is configured for this forge; nothing was run.`);
           break;

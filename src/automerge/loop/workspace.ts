@@ -3,20 +3,32 @@
  * base and head of a change. On the local forge that is the repository
  * itself. For a remote forge it is a clone kept under the data directory, one
  * per change (a review refuses to run when refs move under it, so changes
- * never share one), fetched from a configured git remote URL before each use.
+ * never share one), fetched from a configured git remote URL before each use,
+ * and the place a repair's new commits are pushed from (`pushCommits`: a
+ * `git push --force-with-lease` to that remote, since a remote forge's API
+ * cannot carry git objects).
  */
 import { execFile } from 'node:child_process';
 import { mkdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { ProofgateError } from '../../core/index.js';
-import type { ChangeSnapshot } from '../../forge/port.js';
+import { pushWithLease } from '../../forge/github/git-push.js';
+import type { ChangeSnapshot, PushRequest } from '../../forge/port.js';
 
 const run = promisify(execFile);
 
 export interface Workspace {
   /** A repository directory where `snapshot.base.sha` and `snapshot.head.sha` exist. */
   prepare(snapshot: ChangeSnapshot): Promise<string>;
+  /**
+   * Publish commits made in `dir` (a directory `prepare` returned) with a
+   * compare-and-swap of the branch on the remote: `HEAD_MOVED` when the
+   * branch is no longer at `expectedOldSha`, and nothing changed. Absent: the
+   * forge holds the workspace's objects itself (the local forge) and
+   * `Forge.pushBranch` publishes.
+   */
+  pushCommits?(dir: string, request: PushRequest): Promise<void>;
 }
 
 /** The local forge's workspace: the repository itself. */
@@ -82,6 +94,9 @@ export function mirrorWorkspace(options: MirrorWorkspaceOptions): Workspace {
         if (!(await hasCommit(dir, sha))) throw new ProofgateError('NOT_FOUND', `the git remote has no commit ${sha} of change ${snapshot.id}`);
       }
       return dir;
+    },
+    pushCommits(dir: string, request: PushRequest): Promise<void> {
+      return pushWithLease({ ...request, dir, remoteUrl: options.remoteUrl });
     },
   };
 }

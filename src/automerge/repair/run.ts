@@ -167,6 +167,7 @@ class RepairRun {
 
   async #publish(ws: Workspace, tip: string, method: 'rebase' | 'agent-fix', resolutions: readonly ResolvedFile[], gated: boolean): Promise<RepairOutcome> {
     const { forge, snapshot } = this.#context;
+    // Publishing is one compare-and-swap: `pushCommits` when the caller gives one (it carries the objects), else the forge's ref move.
     // The hard per-call guard: whatever the path, one runRepair call pushes at most once.
     if (this.#pushes > 0) throw new ProofgateError('INTERNAL', 'a repair call pushes at most once');
     if (this.#context.signal?.aborted === true) return failed('the repair was aborted before the push; nothing pushed', true);
@@ -174,7 +175,8 @@ class RepairRun {
     const listing = await ws.text(['rev-list', '--reverse', tip, `^${this.#head}`, `^${this.#base}`]);
     const commits = listing.split('\n').filter((line) => line !== '');
     try {
-      await forge.pushBranch({ branch: snapshot.head.ref, newSha: tip, expectedOldSha: this.#head });
+      const request = { branch: snapshot.head.ref, newSha: tip, expectedOldSha: this.#head };
+      await (this.#context.pushCommits === undefined ? forge.pushBranch(request) : this.#context.pushCommits(request));
     } catch (error) {
       if (isProofgateError(error, 'HEAD_MOVED')) {
         return failed(`${snapshot.head.ref} moved away from ${short(this.#head)} during the repair; nothing pushed`, true);

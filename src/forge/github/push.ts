@@ -1,9 +1,14 @@
 /**
- * Compare-and-swap of a branch on GitHub: read the ref, refuse unless it
- * still points at the expected sha, then move it without force (GitHub
- * refuses a non-fast-forward with 422, which also catches a push that raced
- * in between). A branch already at the new sha counts as done, so a retried
- * push has no second effect.
+ * Compare-and-swap of a branch on GitHub through the REST ref API: read the
+ * ref, refuse unless it still points at the expected sha, then move it
+ * without force (GitHub refuses a non-fast-forward with 422, which also
+ * catches a push that raced in between). A branch already at the new sha
+ * counts as done, so a retried push has no second effect.
+ *
+ * This is `Forge.pushBranch`: it moves a branch to a commit GitHub already
+ * has, fast-forward only. It cannot carry git objects, so it cannot publish a
+ * rebased head made in a local clone; that is `pushWithLease` (git-push.ts),
+ * a real `git push --force-with-lease` from the clone.
  */
 import type { Octokit } from '@octokit/core';
 import { ProofgateError } from '../../core/errors.js';
@@ -12,7 +17,8 @@ import { forgeError, httpFailure } from './errors.js';
 
 const SHA = /^[0-9a-f]{40}$/i;
 
-export async function pushBranch(octokit: Octokit, owner: string, repo: string, request: PushRequest): Promise<void> {
+/** The branch name of a push request (without `refs/heads/`), after checking it and the shas; one INVALID_INPUT error otherwise. */
+export function checkedPushBranch(request: PushRequest): string {
   const branch = request.branch.replace(/^refs\/heads\//, '');
   if (branch === '' || branch.includes('..') || branch.split('/').some((part) => part === '' || part.startsWith('.')) || /[\s~^:?*[\\]/.test(branch)) {
     throw new ProofgateError('INVALID_INPUT', `not a branch name: ${JSON.stringify(request.branch)}`);
@@ -20,6 +26,11 @@ export async function pushBranch(octokit: Octokit, owner: string, repo: string, 
   if (!SHA.test(request.newSha) || (request.expectedOldSha !== null && !SHA.test(request.expectedOldSha))) {
     throw new ProofgateError('INVALID_INPUT', 'push needs full 40-hex shas');
   }
+  return branch;
+}
+
+export async function pushBranch(octokit: Octokit, owner: string, repo: string, request: PushRequest): Promise<void> {
+  const branch = checkedPushBranch(request);
   const current = await currentSha(octokit, owner, repo, branch);
   if (current === request.newSha) return;
   const moved = (reason: string, githubMessage = '') =>

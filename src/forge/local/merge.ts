@@ -15,6 +15,16 @@ export interface MergeContext {
   readonly beforeBaseUpdate?: () => Promise<void>;
 }
 
+/**
+ * Test seam for crash-safety tests (docs/forge.md): with the environment
+ * variable `PROOFGATE_TEST_CRASH_AT=merge-base-updated` the process kills
+ * itself with SIGKILL right after the base ref was swapped and before the
+ * merge is recorded. Unset, it does nothing.
+ */
+function crashAfterBaseUpdate(): void {
+  if (process.env.PROOFGATE_TEST_CRASH_AT === 'merge-base-updated') process.kill(process.pid, 'SIGKILL');
+}
+
 const FULL_SHA = /^[0-9a-f]{40}([0-9a-f]{24})?$/;
 
 /** The squash commit message: title, body, then trailers naming the change and the exact reviewed head. */
@@ -39,6 +49,12 @@ export function squashMessage(title: string, body: string, changeId: string, rev
  *
  * Failures in 1, 2 and 4 change no ref and record nothing (the unreferenced
  * commit object of 3 is left for git's garbage collection).
+ *
+ * A crash between 4 and 5 loses no merge and allows no second one: reading
+ * the change (snapshot, or this function's own read in a retry) finds the
+ * squash commit on the base by its trailers and records the change as merged
+ * (see `readLiveChange`), so a retry is refused with NOT_MERGEABLE ("change is
+ * merged") and the snapshot says merged with that commit.
  */
 export async function mergeChange(context: MergeContext, changeId: string, request: MergeRequest): Promise<MergeResult> {
   const { repo, store } = context;
@@ -93,6 +109,7 @@ export async function mergeChange(context: MergeContext, changeId: string, reque
       expectedBase: baseBefore,
     });
   }
+  crashAfterBaseUpdate();
   const at = context.clock.now().toISOString();
   await store.appendWith(changeStream(changeId), (events) => {
     const current = foldChange(events);

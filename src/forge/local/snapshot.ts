@@ -2,7 +2,7 @@ import { ProofgateError } from '../../core/index.js';
 import { maintainerPermission, type RepoConfig } from '../../contracts/repo-config.js';
 import type { ChangeSnapshot, RepoPermission } from '../port.js';
 import { judgeMergeability, type MergeabilityJudgment } from './mergeability.js';
-import type { ChangeRecord } from './records.js';
+import { changeStream, foldChange, type ChangeRecord } from './records.js';
 import type { GitRepository, MergeTreeResult } from './repository.js';
 import type { LocalForgeStore } from './store.js';
 import { loadTrustedConfig } from './trusted-config.js';
@@ -36,13 +36,71 @@ async function liveShas(repo: GitRepository, record: ChangeRecord): Promise<{ ba
   return { baseSha: base, headSha: head };
 }
 
+/** A squash commit of a change found on its base. */
+export interface LandedMerge {
+  readonly mergeCommitSha: string;
+  readonly reviewedHeadSha: string;
+  readonly baseBefore: string;
+  readonly at: string;
+}
+
+const FULL_SHA = /^[0-9a-f]{40}([0-9a-f]{24})?$/;
+
+function trailer(message: string, name: string): string | null {
+  const prefix = `${name}: `;
+  const line = message.split('\n').filter((entry) => entry.startsWith(prefix)).pop();
+  return line === undefined ? null : line.slice(prefix.length).trim();
+}
+
+/**
+ * The local forge's own squash commit of `changeId` on the first-parent
+ * history of `baseSha` since the change was opened, or null. It counts only
+ * when its trailers name this change, a full reviewed-head sha, and as
+ * `Proofgate-Base` exactly its own (single) parent: the shape `mergeChange`
+ * writes.
+ */
+export async function findLandedMerge(repo: GitRepository, changeId: string, baseSha: string, openedBaseSha: string): Promise<LandedMerge | null> {
+  if (!/^[0-9A-Za-z._-]+$/.test(changeId) || baseSha === openedBaseSha) return null;
+  const pattern = `^Proofgate-Change: ${changeId.replace(/\./g, '\\.')}$`;
+  const listing = await repo.text(['log', '--first-parent', '--format=%x01%H %P%x02%cI%x02%B', `--grep=${pattern}`, baseSha, `^${openedBaseSha}`]);
+  for (const entry of listing.split('\x01')) {
+    const [shas = '', committed = '', message = ''] = entry.split('\x02');
+    const [sha = '', ...parents] = shas.trim().split(' ');
+    if (!FULL_SHA.test(sha) || parents.length !== 1) continue;
+    const head = trailer(message, 'Proofgate-Reviewed-Head');
+    if (trailer(message, 'Proofgate-Change') !== changeId || head === null || !FULL_SHA.test(head) || trailer(message, 'Proofgate-Base') !== parents[0]) continue;
+    const time = Date.parse(committed);
+    return { mergeCommitSha: sha, reviewedHeadSha: head, baseBefore: parents[0] ?? '', at: new Date(Number.isNaN(time) ? 0 : time).toISOString() };
+  }
+  return null;
+}
+
+/**
+ * Reconcile a merge that landed but was never recorded: the base ref was
+ * swapped to the squash commit and the process died before `change-merged`
+ * was appended. An open change whose squash commit is on its base is recorded
+ * as merged, at the head that commit names. Returns the (possibly updated)
+ * record.
+ */
+async function reconcileLandedMerge(repo: GitRepository, store: LocalForgeStore, record: ChangeRecord): Promise<ChangeRecord> {
+  if (record.state !== 'open') return record;
+  const base = await repo.branchSha(record.baseRef);
+  if (base === null) return record;
+  const landed = await findLandedMerge(repo, record.changeId, base, record.openedBaseSha);
+  if (landed === null) return record;
+  await store.appendWith(changeStream(record.changeId), (events) => (foldChange(events)?.state === 'open' ? [{ type: 'change-merged', data: { ...landed } }] : []));
+  return store.requireChange(record.changeId);
+}
+
 /**
  * Read a change in one call: the stored record, the live base and head, the
  * trusted config of the base, the check runs of the current head only, and the
- * mergeability judgment (see mergeability.ts).
+ * mergeability judgment (see mergeability.ts). An open change whose squash
+ * commit is already on the base (a merge whose record a crash lost) is
+ * recorded as merged first.
  */
 export async function readLiveChange(repo: GitRepository, store: LocalForgeStore, changeId: string): Promise<LiveChange> {
-  const record = await store.requireChange(changeId);
+  const record = await reconcileLandedMerge(repo, store, await store.requireChange(changeId));
   const { baseSha, headSha } = await liveShas(repo, record);
   const config = await loadTrustedConfig(repo, record.baseRef, baseSha);
   const checks = await store.checks(headSha);

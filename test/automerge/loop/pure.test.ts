@@ -29,7 +29,15 @@ describe('gateDecision', () => {
     applyOutcome(initialLedger('1'), { type: 'repair-dispatched', id: 'r1', head: HEAD, repair: 'fix-findings', automatic: true, reason: 'x', at: AT }),
     { type: 'repair-finished', id: 'r1', result: 'no-change', newHead: null, commits: [], at: AT },
   );
+  const pushed = applyOutcome(
+    applyOutcome(initialLedger('1'), { type: 'repair-dispatched', id: 'r2', head: HEAD, repair: 'rebase', automatic: true, reason: 'x', at: AT }),
+    { type: 'repair-finished', id: 'r2', result: 'pushed', newHead: NEW, commits: [NEW], at: AT },
+  );
   it.each([
+    ['a head a repair replaced is not repaired again: wait for the forge', repair('rebase'), pushed, { repair: true, agentFix: true }, 'wait', 'waiting for the forge to show the new head'],
+    ['nor reviewed', { kind: 'review', head: HEAD, reason: 'r' } as AutomergeDecision, pushed, { repair: true, agentFix: true }, 'wait', `pushed ${NEW.slice(0, 12)}`],
+    ['nor merged', { kind: 'merge', head: HEAD, reason: 'm' } as AutomergeDecision, pushed, { repair: true, agentFix: true }, 'wait', 'waiting for the forge'],
+    ['the pushed head itself is reviewed', { kind: 'review', head: NEW, reason: 'r' } as AutomergeDecision, pushed, { repair: true, agentFix: true }, 'review', ''],
     ['a non-repair passes through', { kind: 'wait', reason: 'w' } as AutomergeDecision, initialLedger('1'), { repair: false, agentFix: false }, 'wait', ''],
     ['rebase needs only a repair worker', repair('rebase'), initialLedger('1'), { repair: true, agentFix: false }, 'repair', ''],
     ['rebase without a worker blocks', repair('rebase'), initialLedger('1'), { repair: false, agentFix: true }, 'block', 'no repair worker'],

@@ -1,0 +1,123 @@
+/**
+ * Crash safety with real process kills. The built CLI (`node dist/cli/main.js
+ * automerge 1`) runs the loop on a local-forge repository in a child process;
+ * PROOFGATE_TEST_CRASH_AT makes it SIGKILL itself at an effect boundary (the
+ * test seam of src/automerge/loop/crash-seam.ts and src/forge/local/merge.ts).
+ * A second run without the seam must finish the job: exactly one merge on the
+ * base, one verdict comment per head, one status comment, the change merged,
+ * and no effect recorded twice. Needs `npx tsc -p tsconfig.build.json` first.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { collectVerdicts } from '../../../src/automerge/index.js';
+import { LedgerStore, loadOrCreateSecret } from '../../../src/automerge/loop/index.js';
+import { openLocalForge } from '../../../src/forge/local/index.js';
+import { defaultStoragePolicy } from '../../../src/storage/policy.js';
+import { createLocalRunStorage } from '../../../src/storage/sqlite/index.js';
+import { makeTempRepo, type TempRepo } from '../../forge/git-fixture.js';
+import { CHECK_SCRIPT, repoConfig } from './local-support.js';
+
+const CLI = resolve('dist/cli/main.js');
+const cleanups: Array<() => void> = [];
+afterAll(() => {
+  for (const cleanup of cleanups.splice(0)) cleanup();
+});
+
+interface Run {
+  readonly code: number | null;
+  readonly signal: NodeJS.Signals | null;
+  readonly stderr: string;
+}
+
+function automerge(repo: TempRepo, data: string, crashAt: string | null): Promise<Run> {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  delete env.PROOFGATE_TEST_CRASH_AT;
+  if (crashAt !== null) env.PROOFGATE_TEST_CRASH_AT = crashAt;
+  return new Promise((done, fail) => {
+    const child = spawn(process.execPath, [CLI, 'automerge', '1', '--repo', repo.dir, '--data', data], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+    child.on('error', fail);
+    child.on('close', (code, signal) => done({ code, signal, stderr }));
+  });
+}
+
+/** main with the trusted config and a CHANGELOG; change 1 from `feature` (conflicting with main when `conflict`). */
+async function setup(conflict: boolean): Promise<{ repo: TempRepo; data: string; base: string }> {
+  const repo = makeTempRepo('proofgate-crash-');
+  const data = mkdtempSync(join(tmpdir(), 'proofgate-crash-data-'));
+  cleanups.push(() => repo.cleanup(), () => rmSync(data, { recursive: true, force: true }));
+  repo.commit('main', { 'README.md': '# crash\n', 'CHANGELOG.md': '# Changelog\n\n## Unreleased\n\n', 'check.mjs': CHECK_SCRIPT, '.proofgate.yml': repoConfig() }, 'initial');
+  repo.git(['reset', '-q', '--hard', 'main']);
+  repo.commit('feature', { 'feature.txt': 'a feature\n', 'CHANGELOG.md': '# Changelog\n\n## Unreleased\n\n- add the feature\n' }, 'add feature', 'main');
+  if (conflict) repo.commit('main', { 'CHANGELOG.md': '# Changelog\n\n## Unreleased\n\n- something else landed first\n' }, 'other change');
+  repo.git(['reset', '-q', '--hard', 'main']);
+  const opened = await openLocalForge({ repoDir: repo.dir, dataDir: data });
+  await opened.forge.openChange({ head: 'feature', base: 'main', author: 'Casey Contributor' });
+  await opened.close();
+  return { repo, data, base: repo.sha('main') };
+}
+
+async function inspect(repo: TempRepo, data: string) {
+  const opened = await openLocalForge({ repoDir: repo.dir, dataDir: data });
+  const storage = createLocalRunStorage({ directory: data, namespace: 'automerge', policy: defaultStoragePolicy });
+  try {
+    const snapshot = await opened.forge.snapshot('1');
+    const secret = await loadOrCreateSecret(data);
+    const { verdicts } = collectVerdicts(snapshot.comments, { selfLogin: 'proofgate', secret, changeId: '1' });
+    const status = snapshot.comments.filter((c) => c.author === 'proofgate' && c.body.includes('"kind":"automerge-status"'));
+    const ledger = await new LedgerStore(storage.eventStore).load('1');
+    return { snapshot, verdicts, status, ledger };
+  } finally {
+    await storage.close();
+    await opened.close();
+  }
+}
+
+const POINTS = [
+  { point: 'review-comment-written', conflict: false },
+  { point: 'repair-pushed', conflict: true },
+  { point: 'merge-base-updated', conflict: false },
+  { point: 'merge-returned', conflict: false },
+] as const;
+
+describe('automerge survives SIGKILL at every effect boundary (built CLI, real processes)', () => {
+  it.concurrent.each(POINTS)('killed at $point, restarted: one merge, no duplicate comment, no second effect', async ({ point, conflict }) => {
+    const { repo, data, base } = await setup(conflict);
+    const crashed = await automerge(repo, data, point);
+    expect(crashed.signal, crashed.stderr).toBe('SIGKILL');
+    const restarted = await automerge(repo, data, null);
+    expect(restarted.code, restarted.stderr).toBe(0);
+    expect(restarted.stderr).toContain('merged');
+
+    const { snapshot, verdicts, status, ledger } = await inspect(repo, data);
+    expect(snapshot.state).toBe('merged');
+    // Exactly one squash commit of this change on the base, and it is the base tip.
+    expect(repo.git(['log', '--format=%H', '--grep=^Proofgate-Change: 1$', `${base}..main`]).split('\n')).toEqual([repo.sha('main')]);
+    expect(snapshot.mergeCommitSha).toBe(repo.sha('main'));
+    expect(ledger.state.merged?.mergeCommit).toBe(snapshot.mergeCommitSha);
+    expect(ledger.state.merged?.head).toBe(snapshot.head.sha);
+    // No duplicate verdict comment for any head; the merged head was reviewed CONFIRMED.
+    const heads = verdicts.map((v) => v.fields.head);
+    expect(new Set(heads).size).toBe(heads.length);
+    expect(verdicts.find((v) => v.fields.head === snapshot.head.sha)?.fields.verdict).toBe('CONFIRMED');
+    expect(status).toHaveLength(1);
+    expect(status[0]?.body).toContain('automerge: merged');
+    // The ledger: one merge attempt, reviews and repairs each finished once, nothing left running.
+    const steps = ledger.steps.map((s) => s.step);
+    expect(steps.filter((s) => s === 'merge-attempt')).toHaveLength(1);
+    expect(ledger.state.reviews.every((r) => r.status !== 'dispatched')).toBe(true);
+    expect(ledger.state.repairs.every((r) => r.status !== 'dispatched')).toBe(true);
+    expect(new Set(ledger.state.reviews.map((r) => r.head)).size).toBe(ledger.state.reviews.length);
+    if (point === 'repair-pushed') {
+      expect(steps.filter((s) => s === 'repair-push')).toHaveLength(1);
+      expect(ledger.state.repairs.map((r) => [r.repair, r.status, r.newHead])).toEqual([['rebase', 'pushed', snapshot.head.sha]]);
+      expect(repo.git(['show', 'main:CHANGELOG.md'])).toContain('- something else landed first');
+    }
+    // The restarted job took over the dead process's lease at once (no 60 s wait).
+    expect(ledger.steps.some((s) => s.step === 'job-started' && typeof s.tookOverFrom === 'string')).toBe(true);
+  });
+});

@@ -212,6 +212,7 @@ export class LocalForge implements Forge {
     if (!swapped) {
       throw new ProofgateError('HEAD_MOVED', `branch ${request.branch} is no longer at ${request.expectedOldSha ?? '(absent)'}; nothing was pushed`, { branch: request.branch });
     }
+    if (request.expectedOldSha !== null) await this.repo.followCheckedOut(request.branch, request.expectedOldSha, request.newSha);
     const at = this.#now();
     const changes = (await this.store.listChanges()).filter((record) => record.state === 'open');
     for (const record of changes.filter((entry) => entry.headRef === request.branch)) {

@@ -137,6 +137,27 @@ export class GitRepository {
     throw new ProofgateError('GIT', `git update-ref ${ref} failed: ${result.stderr.trim().split('\n')[0] ?? ''}`, { ref });
   }
 
+  /**
+   * After `branch` moved from `before` to `after` by a ref update, bring along
+   * every work tree that has it checked out, the way a fast-forward would
+   * (`git read-tree -m -u before after`: index and files follow, local edits to
+   * untouched files stay). Without this such a work tree would look as if it
+   * reverted the change, and the next `git commit -a` would do so. A work tree
+   * whose local edits conflict with the move is left as it is; the paths of
+   * those are returned.
+   */
+  async followCheckedOut(branch: string, before: string, after: string): Promise<string[]> {
+    const listing = await this.text(['worktree', 'list', '--porcelain']);
+    const left: string[] = [];
+    for (const block of listing.split(/\n\s*\n/)) {
+      const path = /^worktree (.+)$/m.exec(block)?.[1];
+      if (path === undefined || /^branch (.+)$/m.exec(block)?.[1] !== `refs/heads/${branch}`) continue;
+      const moved = await runGit(path, ['read-tree', '-m', '-u', before, after], { okExitCodes: [128] }).catch(() => null);
+      if (moved === null || moved.exitCode !== 0) left.push(path);
+    }
+    return left;
+  }
+
   /** Bytes of the file at `path` in `commit`, or null when there is no such file (or it is not a regular file). */
   async readBlob(commit: string, path: string): Promise<Uint8Array | null> {
     const clean = path.replace(/^\/+/, '');

@@ -21,6 +21,8 @@ import { judgePanel, type PanelLane } from './panel.js';
 import { concludeReview, prepareReview, type PreparedReview, type ReviewOptions, type ReviewOutcome } from './review.js';
 
 export const PANEL_NODE = 'panel';
+/** The store namespace review runs are kept in by the CLI and the automerge loop. */
+export const REVIEW_RUNS_NAMESPACE = 'reviews';
 const LANE_NODE_PREFIX = 'lane.';
 
 export interface RuntimeReviewOptions extends ReviewOptions {

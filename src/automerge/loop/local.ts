@@ -10,6 +10,7 @@
 import type { Clock } from '../../core/index.js';
 import { systemClock } from '../../core/index.js';
 import { parseOutputUrl, type LocalForge } from '../../forge/local/index.js';
+import { REVIEW_RUNS_NAMESPACE } from '../../review/index.js';
 import { defaultStoragePolicy } from '../../storage/policy.js';
 import { createLocalRunStorage } from '../../storage/sqlite/index.js';
 import { ChangeJobs, type ChangeJobsOptions } from './job.js';
@@ -67,6 +68,7 @@ async function identityOf(forge: LocalForge): Promise<{ name: string; email: str
 export async function openLocalAutomerge(options: LocalAutomergeOptions): Promise<LocalAutomerge> {
   const { forge } = options;
   const storage = createLocalRunStorage({ directory: options.dataDir, namespace: AUTOMERGE_NAMESPACE, policy: defaultStoragePolicy });
+  const reviewRuns = createLocalRunStorage({ directory: options.dataDir, namespace: REVIEW_RUNS_NAMESPACE, policy: defaultStoragePolicy });
   const clock = options.clock ?? systemClock;
   const signals = new ChangeSignals();
   const env: AutomergeEnvironment = {
@@ -74,7 +76,7 @@ export async function openLocalAutomerge(options: LocalAutomergeOptions): Promis
     store: new LedgerStore(storage.eventStore, clock),
     secret: await loadOrCreateSecret(options.dataDir),
     workspace: repositoryWorkspace(forge.repo.root),
-    reviewer: options.reviewer ?? panelReviewer({ dataDir: options.dataDir }),
+    reviewer: options.reviewer ?? panelReviewer({ dataDir: options.dataDir, storage: reviewRuns }),
     repair: options.repair === undefined ? builtinRepair : options.repair,
     signals,
     identity: await identityOf(forge),
@@ -113,6 +115,7 @@ export async function openLocalAutomerge(options: LocalAutomergeOptions): Promis
       abort.abort();
       await tail.catch(() => undefined);
       await storage.close();
+      await reviewRuns.close();
     },
   };
 }

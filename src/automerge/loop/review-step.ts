@@ -9,7 +9,8 @@
 import { errorMessage, newId } from '../../core/index.js';
 import type { ReviewFinding } from '../../contracts/index.js';
 import type { ChangeSnapshot } from '../../forge/port.js';
-import { runReview, type ReviewOptions } from '../../review/index.js';
+import { runReview, runReviewOnRuntime, type ReviewOptions } from '../../review/index.js';
+import type { RunStorage } from '../../storage/policy-types.js';
 import { composeMarkedBody, type ReviewVerdictFields } from '../markers.js';
 import { escapeText } from '../status-comment.js';
 import type { RepairFinding } from '../repair/index.js';
@@ -28,13 +29,24 @@ function toRepairFinding(finding: ReviewFinding): RepairFinding {
   };
 }
 
+export interface PanelReviewerOptions extends Pick<ReviewOptions, 'dataDir' | 'adapters' | 'env' | 'clock'> {
+  /**
+   * Where review runs are kept: with a store, each review is a graph run whose
+   * panel verdict is an accepted-result record bound to head, diff, contract and
+   * reviewers (`runReviewOnRuntime`); without one, the lanes run in a plain loop.
+   */
+  readonly storage?: RunStorage;
+}
+
 /**
- * The builtin reviewer: `runReview` (every configured lane, then the panel) on
- * exactly `base`..`head` of the workspace repository.
+ * The builtin reviewer: every configured lane, then the panel, on exactly
+ * `base`..`head` of the workspace repository.
  */
-export function panelReviewer(options: Pick<ReviewOptions, 'dataDir' | 'adapters' | 'env' | 'clock'> = {}): Reviewer {
+export function panelReviewer(options: PanelReviewerOptions = {}): Reviewer {
+  const { storage, ...reviewOptions } = options;
   return async ({ repoDir, snapshot, base, head }) => {
-    const outcome = await runReview({ ...options, repoDir, base, head, subjectId: `change-${snapshot.id}` });
+    const request = { ...reviewOptions, repoDir, base, head, subjectId: `change-${snapshot.id}` };
+    const outcome = storage === undefined ? await runReview(request) : (await runReviewOnRuntime({ ...request, storage })).outcome;
     const findings: RepairFinding[] = [];
     for (const lane of outcome.lanes) {
       const result = lane.result;

@@ -1,7 +1,7 @@
 import { Option, type Command } from 'commander';
 import { ProofgateError, parseJson } from '../../core/index.js';
 import { reviewRequestSchema } from '../../contracts/index.js';
-import { runReviewOnRuntime, validateLaneResult, type LaneOutcome, type ReviewOutcome } from '../../review/index.js';
+import { REVIEW_RUNS_NAMESPACE, runReviewOnRuntime, validateLaneResult, type LaneOutcome, type ReviewOutcome } from '../../review/index.js';
 import { defaultStoragePolicy } from '../../storage/policy.js';
 import { createLocalRunStorage } from '../../storage/sqlite/index.js';
 import { repositoryStateDir, resolveDataDir } from '../data-dir.js';
@@ -29,9 +29,6 @@ function laneLine(lane: LaneOutcome): string[] {
   }
   return lines;
 }
-
-/** The store namespace of review runs (`proofgate runs list --namespace reviews`). */
-export const REVIEW_RUNS_NAMESPACE = 'reviews';
 
 function renderReview(outcome: ReviewOutcome, runId: string): string {
   const lines = [

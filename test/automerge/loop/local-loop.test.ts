@@ -2,6 +2,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { collectVerdicts } from '../../../src/automerge/index.js';
 import { LABELS, panelReviewer, type JobResult, type Reviewer } from '../../../src/automerge/loop/index.js';
 import { loopFixture, MAINTAINER, type LoopFixture } from './local-support.js';
+import { REVIEW_RUNS_NAMESPACE } from '../../../src/review/index.js';
+import { defaultStoragePolicy } from '../../../src/storage/policy.js';
+import { createLocalRunStorage } from '../../../src/storage/sqlite/index.js';
 
 let fixture: LoopFixture | null = null;
 afterEach(async () => {
@@ -48,6 +51,18 @@ describe('automerge loop on the local forge', () => {
     expect(snapshot.labels).not.toContain(LABELS.mergeReady);
     const steps = (await f.automerge.env.store.load(id)).steps.map((s) => s.step);
     expect(steps).toEqual(expect.arrayContaining(['command-run', 'job-started', 'decision', 'review-verdict', 'merge-attempt', 'job-finished']));
+    // The review was a graph run: its panel verdict is an accepted-result record in the store.
+    const runs = createLocalRunStorage({ directory: f.dataDir, namespace: REVIEW_RUNS_NAMESPACE, policy: defaultStoragePolicy });
+    try {
+      const streams = (await runs.eventStore.listStreams('run/')).map((stream) => stream.streamId);
+      const runStream = streams.find((stream) => /^run\/[^/]+$/.test(stream));
+      expect(runStream).toBeDefined();
+      const events = await runs.eventStore.read(runStream ?? '');
+      expect(events.map((event) => event.type)).toContain('run-completed');
+      expect(streams.some((stream) => stream.startsWith(`${runStream}/`))).toBe(true);
+    } finally {
+      await runs.close();
+    }
   });
 
   it('re-reviews a head that moved after the review and merges only the new head', async () => {

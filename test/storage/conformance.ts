@@ -107,6 +107,9 @@ export function storageConformance(harness: () => StorageHarness): void {
     await expectCode(store.append('s', 0, [ev('r1', { a: [1, 2], b: 2 }, 'other.type'), ev('r2', 'two')]), 'DUPLICATE_EVENT_ID');
     await expectCode(store.append('s', 3, [ev('r1', { a: [1, 2], b: 2 })]), 'DUPLICATE_EVENT_ID');
     await expectCode(store.append('other', 0, [ev('r3')]), 'DUPLICATE_EVENT_ID');
+    await expectCode(store.append('s', 3, [ev('n0'), ev('r2', 'two')]), 'DUPLICATE_EVENT_ID');
+    expect((await store.readAll()).map((e) => e.id)).toEqual(['r1', 'r2', 'r3']);
+    expect(await store.listStreams()).toEqual([{ streamId: 's', revision: 3 }]);
     await expectCode(store.append('s', 3, [ev('n1'), ev('n1')]), 'DUPLICATE_EVENT_ID');
     expect((await store.read('s')).length).toBe(3);
     expect(await store.revision('other')).toBe(0);

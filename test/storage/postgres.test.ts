@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defaultStoragePolicy, type RunStorage } from '../../src/storage/index.js';
-import { createPostgresRunStorage } from '../../src/storage/postgres/index.js';
+import { POSTGRES_SCHEMA_VERSION, createPostgresRunStorage } from '../../src/storage/postgres/index.js';
 import { describePostgres, uniqueNamespace } from '../support/postgres.js';
 import { expectCode, storageConformance, type StorageHarness } from './conformance.js';
 
@@ -57,7 +57,7 @@ describePostgres('PostgreSQL storage', (url) => {
         })));
         opened.push(...storages);
         const version = await own.query('SELECT application, version FROM proofgate_schema');
-        expect(version.rows).toEqual([{ application: 'proofgate', version: 1 }]);
+        expect(version.rows).toEqual([{ application: 'proofgate', version: POSTGRES_SCHEMA_VERSION }]);
         await storages[0]!.eventStore.append('s', 0, [{ id: 'a', type: 't', data: 1 }]);
         expect(await storages[2]!.eventStore.revision('s')).toBe(1);
         expect(await storages[1]!.eventStore.revision('s')).toBe(0);

@@ -16,6 +16,11 @@ interface AppendRow {
   existing: ExistingEvent[] | null;
 }
 
+const EXISTING_EVENTS = `SELECT jsonb_agg(jsonb_build_object('id', e.event_id, 'streamId', e.stream_id, 'revision', e.revision,
+  'type', e.type, 'dataText', e.data)) FROM proofgate_events e WHERE e.namespace = $1 AND e.event_id = ANY ($3)`;
+/** A stream's revision is its largest stored one (a backward scan of the unique (namespace, stream_id, revision) index). */
+const STREAM_REVISION = 'SELECT coalesce(max(revision), 0) FROM proofgate_events WHERE namespace = $1 AND stream_id = $2';
+
 function isUniqueViolation(error: unknown): boolean {
   return error instanceof Error && (error as Error & { code?: unknown }).code === UNIQUE_VIOLATION;
 }
@@ -24,10 +29,11 @@ function isUniqueViolation(error: unknown): boolean {
 export function createPostgresEventStore(pool: Pool, guard: WriteGuard, clock: Clock, live: () => void): EventStore {
   const namespace = guard.namespace;
 
-  const appendOnce = async (batch: PreparedAppend, recordedAt: string): Promise<AppendResult> => {
+  /** One call of proofgate_append_v2 (see schema.ts): inserts, or returns what it read. */
+  const tryAppend = async (batch: PreparedAppend, recordedAt: string): Promise<AppendRow> => {
     const result = await pool.query<AppendRow>({
-      name: 'proofgate_append_v1',
-      text: 'SELECT current_revision, inserted, existing FROM proofgate_append_v1($1, $2, $3, $4, $5, $6, $7)',
+      name: 'proofgate_append_v2',
+      text: 'SELECT current_revision, inserted, existing FROM proofgate_append_v2($1, $2, $3, $4, $5, $6, $7)',
       values: [
         namespace, batch.streamId, batch.expectedRevision,
         batch.events.map((e) => e.id), batch.events.map((e) => e.type), batch.events.map((e) => e.dataText),
@@ -35,11 +41,23 @@ export function createPostgresEventStore(pool: Pool, guard: WriteGuard, clock: C
       ],
     });
     const row = result.rows[0];
-    if (row === undefined) throw new Error('proofgate_append_v1 returned no row');
-    if (row.inserted) return { revision: row.current_revision, written: true };
-    const decision = decideAppend(batch, row.current_revision, row.existing ?? []);
-    if (decision.kind === 'insert') throw new Error('proofgate_append_v1 refused a batch that decideAppend would insert');
-    return settleDecision(decision, batch.streamId);
+    if (row === undefined) throw new Error('proofgate_append_v2 returned no row');
+    return row;
+  };
+
+  /**
+   * After a unique violation (a batch id is already stored; the append lock
+   * means whoever stored it has committed): what the store holds now.
+   */
+  const diagnoseAppend = async (batch: PreparedAppend): Promise<AppendRow> => {
+    const result = await pool.query<{ current_revision: number; existing: ExistingEvent[] | null }>({
+      name: 'proofgate_diagnose_append_v2',
+      text: `SELECT (${STREAM_REVISION}) AS current_revision, (${EXISTING_EVENTS}) AS existing`,
+      values: [namespace, batch.streamId, batch.events.map((e) => e.id)],
+    });
+    const row = result.rows[0];
+    if (row === undefined) throw new Error('the append diagnosis returned no row');
+    return { ...row, inserted: false };
   };
 
   return {
@@ -48,13 +66,22 @@ export function createPostgresEventStore(pool: Pool, guard: WriteGuard, clock: C
       const batch = guard.prepareAppend(streamId, expectedRevision, events);
       const recordedAt = clock.now().toISOString();
       for (let attempt = 1; ; attempt += 1) {
+        let row: AppendRow;
+        let violation: unknown;
         try {
-          return await appendOnce(batch, recordedAt);
+          row = await tryAppend(batch, recordedAt);
         } catch (error) {
-          // A concurrent batch took one of these ids or revisions first; it has
-          // committed by now, so the next attempt reads it and decides.
-          if (!isUniqueViolation(error) || attempt >= MAX_ATTEMPTS) throw error;
+          if (!isUniqueViolation(error)) throw error;
+          violation = error;
+          row = await diagnoseAppend(batch);
         }
+        if (row.inserted) return { revision: row.current_revision, written: true };
+        const decision = decideAppend(batch, row.current_revision, row.existing ?? []);
+        if (decision.kind !== 'insert') return settleDecision(decision, batch.streamId);
+        // Nothing stored explains the violation (possible only when a session
+        // runs above READ COMMITTED and read a stale snapshot): try again, a
+        // bounded number of times.
+        if (attempt >= MAX_ATTEMPTS) throw violation ?? new Error('proofgate_append_v2 refused a batch that decideAppend would insert');
       }
     },
 
@@ -71,14 +98,17 @@ export function createPostgresEventStore(pool: Pool, guard: WriteGuard, clock: C
     async revision(streamId: string): Promise<number> {
       live();
       const result = await pool.query<{ revision: number }>(
-        'SELECT revision FROM proofgate_streams WHERE namespace = $1 AND stream_id = $2', [namespace, checkName(streamId, 'stream id')]);
+        `SELECT (${STREAM_REVISION}) AS revision`, [namespace, checkName(streamId, 'stream id')]);
       return result.rows[0]?.revision ?? 0;
     },
 
     async listStreams(prefix?: string): Promise<StreamInfo[]> {
       live();
       const result = await pool.query<{ stream_id: string; revision: number }>(
-        'SELECT stream_id, revision FROM proofgate_streams WHERE namespace = $1 AND revision > 0 AND starts_with(stream_id, $2) ORDER BY stream_id COLLATE "C"',
+        `SELECT s.stream_id, r.revision FROM proofgate_streams s
+           CROSS JOIN LATERAL (SELECT max(e.revision) AS revision FROM proofgate_events e
+             WHERE e.namespace = s.namespace AND e.stream_id = s.stream_id) r
+         WHERE s.namespace = $1 AND starts_with(s.stream_id, $2) AND r.revision IS NOT NULL ORDER BY s.stream_id COLLATE "C"`,
         [namespace, checkPrefix(prefix)]);
       return result.rows.map((row) => ({ streamId: row.stream_id, revision: row.revision }));
     },

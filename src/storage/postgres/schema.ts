@@ -2,19 +2,18 @@ import type { PoolClient } from 'pg';
 import { ProofgateError } from '../../core/index.js';
 
 /** The schema version this build creates and understands. */
-export const POSTGRES_SCHEMA_VERSION = 1;
+export const POSTGRES_SCHEMA_VERSION = 2;
 /** Advisory lock key held while the schema is created or migrated (ASCII "PRFG"). */
 export const SCHEMA_LOCK_KEY = 0x50524647;
 
 const OUR_TABLES = ['proofgate_namespaces', 'proofgate_streams', 'proofgate_events', 'proofgate_artifacts'] as const;
 
 /**
- * The append, as one statement: lock the stream row, read the revision and the
- * stored events that share an id with the batch; when none does and the
- * revision matches, take positions from the namespace counter row (held
- * locked until commit, so positions become visible in order) and insert.
- * Otherwise nothing is written and what was read goes back to the caller,
- * whose pure `decideAppend` names the outcome.
+ * Version 1's append (kept because version 1 is still created on the way to
+ * version 2; migration 2 drops it): lock the stream row, read the revision
+ * and the stored events that share an id with the batch, take positions from
+ * the namespace counter row (locked until commit), insert, update the
+ * stream's revision.
  */
 const APPEND_FUNCTION = `
 CREATE OR REPLACE FUNCTION proofgate_append_v1(
@@ -52,6 +51,63 @@ BEGIN
   UPDATE proofgate_streams s SET revision = p_expected + v_count
     WHERE s.namespace = p_namespace AND s.stream_id = p_stream;
   RETURN QUERY SELECT p_expected + v_count, true, NULL::jsonb;
+END
+$fn$`;
+
+/**
+ * Class key of the per-namespace append lock, `pg_advisory_xact_lock(key,
+ * hashtext(namespace))`. The two-key form is a separate key space from
+ * SCHEMA_LOCK_KEY's one-key form.
+ */
+export const APPEND_LOCK_KEY = 0x50524647;
+
+/**
+ * Version 2's append, one statement with one write on the common path:
+ *
+ * 1. take the namespace's append lock (held until commit): appends to one
+ *    namespace take turns from here to their commit, so the next append
+ *    reads every position and revision committed before it;
+ * 2. read the stream's revision as the largest stored one (a backward scan of
+ *    the unique (namespace, stream_id, revision) index); when it is not the
+ *    expected one, write nothing and return it with the stored events that
+ *    share an id with the batch, for the caller's `decideAppend`;
+ * 3. positions continue from the largest stored one (the primary key's
+ *    index), so they stay gap-free and commit in order;
+ * 4. insert; an event id that is already stored raises a unique violation
+ *    (the whole statement rolls back) and the caller asks `diagnoseAppend`
+ *    what is stored;
+ * 5. a new stream gets its row in proofgate_streams (the list of streams).
+ *
+ * The unique indexes stay the last fence: whatever a reader saw, no two
+ * events share a position, an id or a stream revision.
+ */
+const APPEND_FUNCTION_V2 = `
+CREATE FUNCTION proofgate_append_v2(
+  p_namespace text, p_stream text, p_expected integer,
+  p_ids text[], p_types text[], p_data text[], p_recorded_at text
+) RETURNS TABLE (current_revision integer, inserted boolean, existing jsonb)
+LANGUAGE plpgsql AS $fn$
+DECLARE
+  v_current integer;
+  v_last bigint;
+BEGIN
+  PERFORM pg_advisory_xact_lock(${APPEND_LOCK_KEY}, hashtext(p_namespace));
+  SELECT coalesce(max(e.revision), 0) INTO v_current FROM proofgate_events e
+    WHERE e.namespace = p_namespace AND e.stream_id = p_stream;
+  IF v_current <> p_expected THEN
+    RETURN QUERY SELECT v_current, false, (SELECT jsonb_agg(jsonb_build_object('id', e.event_id,
+        'streamId', e.stream_id, 'revision', e.revision, 'type', e.type, 'dataText', e.data))
+      FROM proofgate_events e WHERE e.namespace = p_namespace AND e.event_id = ANY (p_ids));
+    RETURN;
+  END IF;
+  SELECT coalesce(max(e.position), 0) INTO v_last FROM proofgate_events e WHERE e.namespace = p_namespace;
+  INSERT INTO proofgate_events (namespace, position, stream_id, revision, event_id, type, data, recorded_at)
+    SELECT p_namespace, v_last + t.ord, p_stream, p_expected + t.ord::integer, t.id, t.type, t.data, p_recorded_at
+    FROM unnest(p_ids, p_types, p_data) WITH ORDINALITY AS t (id, type, data, ord);
+  IF p_expected = 0 THEN
+    INSERT INTO proofgate_streams (namespace, stream_id) VALUES (p_namespace, p_stream) ON CONFLICT DO NOTHING;
+  END IF;
+  RETURN QUERY SELECT p_expected + cardinality(p_ids), true, NULL::jsonb;
 END
 $fn$`;
 
@@ -98,6 +154,15 @@ const MIGRATIONS: readonly (readonly string[])[] = [
     )`,
     APPEND_FUNCTION,
   ],
+  [
+    // Revisions and positions are read from the events' own indexes from now
+    // on; the counters that version 1 updated on every append go away.
+    'DROP FUNCTION proofgate_append_v1(text, text, integer, text[], text[], text[], text)',
+    'DELETE FROM proofgate_streams WHERE revision = 0',
+    'ALTER TABLE proofgate_streams DROP COLUMN revision',
+    'ALTER TABLE proofgate_namespaces DROP COLUMN last_position',
+    APPEND_FUNCTION_V2,
+  ],
 ];
 
 async function tableExists(client: PoolClient, name: string): Promise<boolean> {
@@ -110,9 +175,10 @@ async function tableExists(client: PoolClient, name: string): Promise<boolean> {
  * under a transaction-scoped advisory lock so that concurrent openers take
  * turns. Tables named like ours without our schema row are
  * `NOT_OUR_DATABASE`; a newer schema is `UNSUPPORTED_SCHEMA_VERSION`. Both
- * are found before anything is written.
+ * are found before anything is written. `target` (default: this build's
+ * version) lets tests build an older schema to migrate from.
  */
-export async function migratePostgres(client: PoolClient): Promise<void> {
+export async function migratePostgres(client: PoolClient, target: number = POSTGRES_SCHEMA_VERSION): Promise<void> {
   await client.query('SELECT pg_advisory_xact_lock($1)', [SCHEMA_LOCK_KEY]);
   let version = 0;
   if (await tableExists(client, 'proofgate_schema')) {
@@ -138,10 +204,10 @@ export async function migratePostgres(client: PoolClient): Promise<void> {
     )`);
     await client.query("INSERT INTO proofgate_schema (id, application, version) VALUES (1, 'proofgate', 0)");
   }
-  for (let step = version; step < POSTGRES_SCHEMA_VERSION; step += 1) {
+  for (let step = version; step < target; step += 1) {
     for (const statement of MIGRATIONS[step] ?? []) await client.query(statement);
   }
-  if (version < POSTGRES_SCHEMA_VERSION) {
-    await client.query('UPDATE proofgate_schema SET version = $1 WHERE id = 1', [POSTGRES_SCHEMA_VERSION]);
+  if (version < target) {
+    await client.query('UPDATE proofgate_schema SET version = $1 WHERE id = 1', [target]);
   }
 }

@@ -45,7 +45,8 @@ export async function runCli(argv: readonly string[]): Promise<number> {
     return commandExit.status;
   } catch (error) {
     if (error instanceof CommanderError) {
-      if (error.code === 'commander.helpDisplayed' || error.code === 'commander.version' || error.code === 'commander.help') return EXIT.ok;
+      if (error.code === 'commander.helpDisplayed' || error.code === 'commander.version') return EXIT.ok;
+      // 'commander.help': no command was given, so help went to stderr as a usage error.
       return EXIT.usage;
     }
     return reportError(error);

@@ -46,6 +46,15 @@ function serializeNumber(value: number, path: string): string {
   return Object.is(value, -0) ? '0' : String(value);
 }
 
+/**
+ * Set an own, enumerable property. Plain assignment would treat the key
+ * `__proto__` as the prototype setter and silently drop the member.
+ */
+export function setJsonMember(target: Record<string, unknown>, key: string, value: unknown): void {
+  if (key === '__proto__') Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
+  else target[key] = value;
+}
+
 function isPlainObject(value: object): boolean {
   const proto = Object.getPrototypeOf(value) as unknown;
   return proto === Object.prototype || proto === null;
@@ -166,14 +175,14 @@ function normalize(value: unknown, stack: object[]): unknown {
         const normalized = normalize(child, stack);
         if (normalized !== child) {
           copy ??= { ...record };
-          copy[key] = normalized;
+          setJsonMember(copy, key, normalized);
         }
       }
       result = copy ?? object;
     } else {
       keys.sort();
       const copy: Record<string, unknown> = {};
-      for (const key of keys) copy[key] = normalize(record[key], stack);
+      for (const key of keys) setJsonMember(copy, key, normalize(record[key], stack));
       result = copy;
     }
   }
@@ -207,13 +216,65 @@ export function canonicalBytes(value: unknown): Uint8Array {
   return new TextEncoder().encode(canonicalJson(value));
 }
 
-/** Parse JSON text; malformed input is a typed `INVALID_JSON` error. */
+/**
+ * The first member name that occurs twice in one object of `text` (already
+ * known to be valid JSON), with its path, or null. JSON.parse keeps the last
+ * duplicate silently; RFC 8785 needs I-JSON, which has none.
+ */
+function findDuplicateName(text: string): string | null {
+  type Frame = { readonly names: Set<string> | null; expectName: boolean; path: string; last: string };
+  const stack: Frame[] = [];
+  for (let i = 0; i < text.length; i += 1) {
+    const char = text[i];
+    const top = stack[stack.length - 1];
+    if (char === '"') {
+      let end = i + 1;
+      while (text[end] !== '"') end += text[end] === '\\' ? 2 : 1;
+      if (top?.names && top.expectName) {
+        const name = JSON.parse(text.slice(i, end + 1)) as string;
+        if (top.names.has(name)) return `${top.path}.${name}`;
+        top.names.add(name);
+        top.last = name;
+        top.expectName = false;
+      }
+      i = end;
+    } else if (char === '{' || char === '[') {
+      const path = top === undefined ? '$' : top.names ? `${top.path}.${top.last}` : `${top.path}[]`;
+      stack.push({ names: char === '{' ? new Set() : null, expectName: char === '{', path, last: '' });
+    } else if (char === '}' || char === ']') {
+      stack.pop();
+    } else if (char === ',' && top?.names) {
+      top.expectName = true;
+    }
+  }
+  return null;
+}
+
+/**
+ * Parse JSON text; malformed input, and an object with a member name twice
+ * (which JSON.parse would silently collapse), is a typed `INVALID_JSON` error.
+ * A leading byte order mark is ignored.
+ */
 export function parseJson(text: string, what = 'input'): JsonValue {
+  const body = text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
+  let value: JsonValue;
   try {
-    return JSON.parse(text) as JsonValue;
+    value = JSON.parse(body) as JsonValue;
   } catch (error) {
     const reason = error instanceof Error ? error.message : String(error);
     throw new ProofgateError('INVALID_JSON', `${what} is not valid JSON: ${reason}`);
+  }
+  const duplicate = findDuplicateName(body);
+  if (duplicate !== null) throw new ProofgateError('INVALID_JSON', `${what} is not valid JSON: member name ${duplicate} occurs twice`);
+  return value;
+}
+
+/** Decode UTF-8 bytes strictly: invalid sequences are an `INVALID_JSON` error, never replaced. */
+export function decodeUtf8(bytes: Uint8Array, what = 'input'): string {
+  try {
+    return new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes);
+  } catch {
+    throw new ProofgateError('INVALID_JSON', `${what} is not valid UTF-8`);
   }
 }
 

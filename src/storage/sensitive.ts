@@ -1,4 +1,4 @@
-import { ProofgateError } from '../core/index.js';
+import { ProofgateError, setJsonMember } from '../core/index.js';
 import { findFreeTextSecret, redactFreeText } from './free-text.js';
 import { knownSecretError, type KnownSecrets } from './known-secrets.js';
 import type { SensitiveContentPolicy } from './policy-types.js';
@@ -106,9 +106,9 @@ export function applySensitivePolicy(
       segments.pop();
       if (next !== item && out === undefined) {
         out = {};
-        for (let j = 0; j < k; j += 1) out[keys[j] as string] = node[keys[j] as string];
+        for (let j = 0; j < k; j += 1) setJsonMember(out, keys[j] as string, node[keys[j] as string]);
       }
-      if (out !== undefined) out[key] = next;
+      if (out !== undefined) setJsonMember(out, key, next);
     }
     ancestors.delete(node);
     return out ?? node;

@@ -42,3 +42,22 @@ describe('proofgate canonicalize / digest', () => {
     expect(help.stdout).toMatch(/sha256/);
   });
 });
+
+describe('proofgate with no command', () => {
+  it('prints help to stderr and exits 2 (usage), for the program and for a command group', () => {
+    for (const args of [[], ['runs'], ['change']]) {
+      const out = runCli(args);
+      expect(out.status).toBe(2);
+      expect(out.stdout).toBe('');
+      expect(out.stderr).toMatch(/Usage: proofgate/);
+    }
+    expect(runCli(['--help']).status).toBe(0);
+  });
+
+  it('canonicalize refuses duplicate member names and invalid UTF-8 (exit 1, one line)', () => {
+    const dup = runCli(['canonicalize', '-'], { input: '{"a":1,"a":2}' });
+    expect(dup.status).toBe(1);
+    expect(dup.stderr.trim().split('\n')).toHaveLength(1);
+    expect(dup.stderr).toMatch(/occurs twice/);
+  });
+});

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { canonicalJson, digestJson, isProofgateError, sha256Digest } from '../../src/core/index.js';
+import { canonicalJson, decodeUtf8, digestJson, isProofgateError, parseJson, sha256Digest } from '../../src/core/index.js';
 
 const ONES = `sha256:${'1'.repeat(64)}`;
 
@@ -122,5 +122,34 @@ describe('canonicalJson against a reference', () => {
   it('refuses a lone surrogate even next to escaped backslashes', () => {
     expect(() => canonicalJson({ s: '\\\ud800' })).toThrow(/lone surrogate/);
     expect(canonicalJson({ s: '\\ud800' })).toBe('{"s":"\\\\ud800"}');
+  });
+});
+
+describe('member names that JavaScript treats specially, and duplicates', () => {
+  it('keeps a __proto__ member in any key order (never drops it, never a shared digest)', () => {
+    const a = JSON.parse('{"b":1,"__proto__":{"x":1}}') as unknown;
+    const b = JSON.parse('{"__proto__":{"x":1},"b":1}') as unknown;
+    expect(canonicalJson(a)).toBe('{"__proto__":{"x":1},"b":1}');
+    expect(canonicalJson(b)).toBe(canonicalJson(a));
+    expect(digestJson(a)).not.toBe(digestJson({ b: 1 }));
+  });
+
+  it('parseJson refuses a member name that occurs twice, wherever it is', () => {
+    expect(() => parseJson('{"a":1,"a":2}')).toThrow(/member name \$\.a occurs twice/);
+    expect(() => parseJson('{"x":[{"k":1},{"k":2,"k":3}]}')).toThrow(/\$\.x\[\]\.k occurs twice/);
+    expect(() => parseJson('{"s":"a\\"b","s":1}')).toThrow(/occurs twice/);
+    expect(parseJson('{"a":{"a":1},"b":[{"a":1},{"a":2}]}')).toEqual({ a: { a: 1 }, b: [{ a: 1 }, { a: 2 }] });
+  });
+
+  it('parseJson accepts any valid JSON without duplicates, and a leading byte order mark', () => {
+    fc.assert(fc.property(fc.jsonValue(), (value) => {
+      expect(parseJson(JSON.stringify(value))).toEqual(JSON.parse(JSON.stringify(value)));
+    }), { numRuns: 300 });
+    expect(parseJson('\ufeff{"a":1}')).toEqual({ a: 1 });
+  });
+
+  it('decodeUtf8 refuses invalid UTF-8 instead of replacing it', () => {
+    expect(() => decodeUtf8(new Uint8Array([0x7b, 0xff, 0x7d]))).toThrow(/not valid UTF-8/);
+    expect(decodeUtf8(new TextEncoder().encode('{"é":1}'))).toBe('{"é":1}');
   });
 });

@@ -1,11 +1,11 @@
 import type { Command } from 'commander';
-import { canonicalJson, parseJson, sha256Digest } from '../../core/index.js';
+import { canonicalJson, decodeUtf8, parseJson, sha256Digest } from '../../core/index.js';
 import { emit, readInput, writeOut } from '../io.js';
 
 async function canonicalOf(file: string): Promise<string> {
   const bytes = await readInput(file);
   const label = file === '-' ? 'standard input' : file;
-  return canonicalJson(parseJson(bytes.toString('utf8'), label));
+  return canonicalJson(parseJson(decodeUtf8(bytes, label), label));
 }
 
 export function registerCanonicalCommands(program: Command): void {

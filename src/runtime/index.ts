@@ -11,7 +11,7 @@ export type {
 } from './graph/contract.js';
 export { compileGraph } from './graph/compile.js';
 export {
-  dagGraphType, dagPosition, parseDagPosition, classifyDag,
+  dagGraphType, dagPosition, parseDagPosition, classifyDag, dagNodeState,
   type DagGraphData, type DagNodeData, type DagNodeKind, type DagDefinition, type DagState, type DagNodeState, type DagNodeView,
 } from './dag/index.js';
 export type { Admission, ExecutionLane, GraphPlan, PackageIdentity, Permission, PlanGraph, ResolvePlanOptions, ResolvedGraphPlan } from './plan/types.js';

@@ -1,6 +1,6 @@
 import type { GraphCommand } from '../graph/contract.js';
 import { dagIndex, dagPosition, type DagDefinition } from './definition.js';
-import { dagNodeState, type DagState } from './state.js';
+import { DAG_CHUNK_SIZE, dagNodeState, type DagState } from './state.js';
 
 export type DagNodeView =
   | { readonly status: 'ready' | 'blocked' | 'running' | 'completed' | 'paused' }
@@ -43,8 +43,44 @@ export function classifyDag(definition: DagDefinition, state: DagState): Readonl
 /**
  * Next commands: ready nodes in declaration order within the global and keyed
  * limits; else nothing while attempts run; else pause, complete or fail.
+ *
+ * While some non-finalizer node is still running, paused or ready, no
+ * finalizer can be ready, so the ready nodes are exactly the state's ready
+ * candidates (when no node stopped the run) and the counters kept by `reduce`
+ * answer without looking at every node. Otherwise every node is classified.
  */
 export function decideDag(definition: DagDefinition, state: DagState): readonly GraphCommand[] {
+  const index = dagIndex(definition);
+  const candidates = state.stoppedBy === null ? state.candidates : 0;
+  if (index.hasFinalizers && state.activeNonFinalizers === 0 && candidates === 0) return decideByClassification(definition, state);
+  const { globalConcurrency, keyedConcurrency } = definition.data;
+  let running = state.running;
+  let perKey: number[] | null = null;
+  const dispatches: GraphCommand[] = [];
+  for (let c = 0; c < state.chunks.length && candidates > 0 && running < globalConcurrency; c += 1) {
+    const chunk = state.chunks[c];
+    if (!chunk || chunk.candidates === 0) continue;
+    for (let at = 0; at < chunk.nodes.length && running < globalConcurrency; at += 1) {
+      const node = chunk.nodes[at];
+      const slot = index.slots[c * DAG_CHUNK_SIZE + at];
+      if (!node || !slot || node.status !== 'idle' || chunk.waiting[at] !== 0 || slot.kind === 'finalizer') continue;
+      if (slot.keySlot >= 0) {
+        perKey ??= [...state.runningByKey];
+        const busy = perKey[slot.keySlot] ?? 0;
+        if (busy >= (keyedConcurrency[index.keys[slot.keySlot] ?? ''] ?? 0)) continue;
+        perKey[slot.keySlot] = busy + 1;
+      }
+      const attempt = node.attempt + 1;
+      dispatches.push({ kind: 'dispatch', position: dagPosition(slot.id, attempt), nodeId: slot.id, attempt });
+      running += 1;
+    }
+  }
+  if (dispatches.length > 0 || running > 0) return dispatches;
+  return decideByClassification(definition, state);
+}
+
+/** `decideDag` from a classification of every node. */
+function decideByClassification(definition: DagDefinition, state: DagState): readonly GraphCommand[] {
   const index = dagIndex(definition);
   const views = classifyDag(definition, state);
   const { globalConcurrency, keyedConcurrency } = definition.data;

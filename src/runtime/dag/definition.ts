@@ -30,6 +30,22 @@ export interface DagIndex {
   readonly slot: ReadonlyMap<string, number>;
   readonly dependsOn: ReadonlyMap<string, readonly string[]>;
   readonly data: ReadonlyMap<string, DagNodeData>;
+  /** Per declaration slot: what `reduce` and `decide` need without map lookups. */
+  readonly slots: readonly DagSlot[];
+  /** The concurrency keys in use, sorted; `DagSlot.keySlot` points into this list. */
+  readonly keys: readonly string[];
+  readonly hasFinalizers: boolean;
+}
+
+export interface DagSlot {
+  readonly id: string;
+  readonly kind: DagNodeKind;
+  /** Index of the node's key in `DagIndex.keys`, or -1 for none. */
+  readonly keySlot: number;
+  /** Slots of the node's dependencies. */
+  readonly dependsOn: readonly number[];
+  /** Slots of the nodes that depend on this one. */
+  readonly dependents: readonly number[];
 }
 
 const KINDS: readonly string[] = ['required', 'optional', 'finalizer'];
@@ -116,7 +132,23 @@ export function indexDag(definition: GraphDefinitionInput<DagGraphData, DagNodeD
   }
   const cycle = findCycle(order, dependsOn);
   if (cycle) bad(`dependency cycle ${cycle.join(' -> ')}`);
-  return { order, slot: new Map(order.map((id, i) => [id, i])), dependsOn, data };
+  const slot = new Map(order.map((id, i) => [id, i]));
+  const keys = [...new Set(definition.nodes.flatMap((node) => (node.data.key === null ? [] : [node.data.key])))].sort();
+  const dependents = order.map((): number[] => []);
+  for (const edge of definition.edges) {
+    const from = slot.get(edge.from);
+    const to = slot.get(edge.to);
+    if (from !== undefined && to !== undefined) dependents[from]?.push(to);
+  }
+  const slots = definition.nodes.map((node, i): DagSlot => ({
+    id: node.id,
+    kind: node.data.kind,
+    keySlot: node.data.key === null ? -1 : keys.indexOf(node.data.key),
+    dependsOn: (dependsOn.get(node.id) ?? []).map((dep) => slot.get(dep) ?? -1),
+    dependents: dependents[i] ?? [],
+  }));
+  const hasFinalizers = slots.some((entry) => entry.kind === 'finalizer');
+  return { order, slot, dependsOn, data, slots, keys, hasFinalizers };
 }
 
 const cache = new WeakMap<object, DagIndex>();

@@ -23,6 +23,8 @@ function failed(failureClass: FailureClass, reason: string): AttemptOutcome {
 export interface AttemptRequest {
   readonly node: GraphNode;
   readonly input: NodeInput;
+  /** Canonical byte length of `input` (the executor already measured it for the start event). */
+  readonly inputBytes: number;
   readonly restart: number;
   readonly engine: ExecutionEngine | null;
   /** The run's signal: its abort turns into `interrupted`. */
@@ -69,17 +71,19 @@ async function raceWork(request: AttemptRequest, controller: AbortController): P
 
 async function judge(node: GraphNode, input: NodeInput, raw: unknown): Promise<AttemptOutcome> {
   let result: ReadonlyJsonValue;
+  let bytes: Uint8Array;
   try {
-    canonicalBytes(raw);
+    bytes = canonicalBytes(raw);
     result = node.parseResult ? node.parseResult(raw as ReadonlyJsonValue) : (raw as ReadonlyJsonValue);
   } catch (error) {
     return failed('invalid-result', `result rejected: ${errorMessage(error)}`);
   }
-  let bytes: Uint8Array;
-  try {
-    bytes = canonicalBytes(result);
-  } catch (error) {
-    return failed('invalid-result', `parsed result is not JSON: ${errorMessage(error)}`);
+  if (node.parseResult) {
+    try {
+      bytes = canonicalBytes(result);
+    } catch (error) {
+      return failed('invalid-result', `parsed result is not JSON: ${errorMessage(error)}`);
+    }
   }
   if (bytes.byteLength > node.policy.outputBytes) {
     return failed('output-too-large', `result is ${bytes.byteLength} bytes, policy allows ${node.policy.outputBytes}`);
@@ -103,8 +107,7 @@ async function judge(node: GraphNode, input: NodeInput, raw: unknown): Promise<A
 
 /** Run one attempt under the node's policy and say how it ended. Never throws. */
 export async function runAttempt(request: AttemptRequest): Promise<AttemptOutcome> {
-  const { node, input } = request;
-  const inputBytes = canonicalBytes(input).byteLength;
+  const { node, input, inputBytes } = request;
   if (inputBytes > node.policy.inputBytes) {
     return failed('input-too-large', `input is ${inputBytes} bytes, policy allows ${node.policy.inputBytes}`);
   }

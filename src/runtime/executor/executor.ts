@@ -1,5 +1,5 @@
 import { setMaxListeners } from 'node:events';
-import { ProofgateError, canonicalBytes, isProofgateError, newId, sha256Digest, systemClock } from '../../core/index.js';
+import { ProofgateError, canonicalBytes, isProofgateError, randomHex, sha256Digest, systemClock } from '../../core/index.js';
 import type { NewEvent } from '../../storage/ports.js';
 import type { DispatchCommand, GraphCommand } from '../graph/contract.js';
 import type { ReadonlyJsonValue } from '../json-types.js';
@@ -36,7 +36,13 @@ export async function createGraphExecutor<D, N, S>(options: GraphExecutorOptions
   const clock = options.clock ?? systemClock;
   const leaseMarginMs = options.leaseMarginMs ?? 2000;
   const pollMs = options.pollMs ?? 50;
-  const executorId = newId('exec');
+  // Event ids share the executor's random token and count up, so the events
+  // of one executor sit next to each other in the store's unique id index
+  // instead of landing on a random index page each.
+  const token = randomHex(16);
+  const executorId = `exec_${token}`;
+  let eventCount = 0;
+  const eventId = (): string => `evt_${token}_${(eventCount += 1).toString(36).padStart(8, '0')}`;
   const streamId = runStreamId(runId);
   const nodeOf = (nodeId: string) => {
     const node = options.nodes[nodeId];
@@ -70,18 +76,22 @@ export async function createGraphExecutor<D, N, S>(options: GraphExecutorOptions
     return { runId, nodeId, position, attempt, prompt: nodeOf(nodeId).prompt, upstream };
   }
 
-  function startedEvent(input: NodeInput, restart: number): NewEvent {
+  /** An attempt about to start: its input, measured once, and its `attempt-started` event. */
+  type Start = { readonly input: NodeInput; readonly inputBytes: number; readonly restart: number; readonly event: NewEvent };
+
+  function startOf(input: NodeInput, restart: number): Start {
     const { policy } = nodeOf(input.nodeId);
     const bytes = canonicalBytes(input);
     const lease = clock.now().getTime() + policy.timeoutMs + policy.teardownGraceMs + leaseMarginMs;
-    return {
-      id: newId('evt'),
+    const event: NewEvent = {
+      id: eventId(),
       type: 'attempt-started',
       data: {
         position: input.position, nodeId: input.nodeId, executorId, restart,
         inputDigest: sha256Digest(bytes), inputBytes: bytes.byteLength, leaseExpiresAt: new Date(lease).toISOString(),
       },
     };
+    return { input, inputBytes: bytes.byteLength, restart, event };
   }
 
   async function run(external: AbortSignal = new AbortController().signal): Promise<RunOutcome> {
@@ -101,21 +111,35 @@ export async function createGraphExecutor<D, N, S>(options: GraphExecutorOptions
   async function drive(signal: AbortSignal): Promise<RunOutcome> {
     const ledger = new RunLedger(graph);
     await ledger.catchUp(eventStore, runId);
+    // Attempts in flight by position (until their outcome is recorded), and
+    // the ones that have ended but whose outcome is not recorded yet.
     const running = new Map<string, Promise<Settled>>();
+    const ended: Settled[] = [];
+    let wake: (() => void) | null = null;
 
-    const launch = (input: NodeInput, restart: number): void => {
-      const attempt = runAttempt({ node: nodeOf(input.nodeId), input, restart, engine: engines.get(input.nodeId) ?? null, runSignal: signal })
-        .then((outcome): Settled => ({ position: input.position, nodeId: input.nodeId, outcome }));
+    const launch = ({ input, inputBytes, restart }: Start): void => {
+      const node = nodeOf(input.nodeId);
+      const attempt = runAttempt({ node, input, inputBytes, restart, engine: engines.get(input.nodeId) ?? null, runSignal: signal })
+        .then((outcome): Settled => {
+          const settled = { position: input.position, nodeId: input.nodeId, outcome };
+          ended.push(settled);
+          wake?.();
+          return settled;
+        });
       running.set(input.position, attempt);
     };
 
     const dispatch = async (commands: readonly DispatchCommand[]): Promise<void> => {
-      const inputs = commands.map((command) => inputOf(ledger, command.nodeId, command.position, command.attempt));
-      const events = commands.flatMap((command, i): NewEvent[] => [
-        { id: newId('evt'), type: 'dispatch-decided', data: { position: command.position, nodeId: command.nodeId, attempt: command.attempt, executorId } },
-        startedEvent(inputs[i] as NodeInput, 0),
-      ]);
-      if (await tryAppend(ledger, events)) for (const input of inputs) launch(input, 0);
+      const starts: Start[] = [];
+      const events: NewEvent[] = [];
+      for (const command of commands) {
+        const { position, nodeId, attempt } = command;
+        events.push({ id: eventId(), type: 'dispatch-decided', data: { position, nodeId, attempt, executorId } });
+        const start = startOf(inputOf(ledger, nodeId, position, attempt), 0);
+        starts.push(start);
+        events.push(start.event);
+      }
+      if (await tryAppend(ledger, events)) for (const start of starts) launch(start);
     };
 
     /** Attempts started by an executor whose lease ran out: re-run (retry-safe) or pause for reconcile. */
@@ -137,15 +161,14 @@ export async function createGraphExecutor<D, N, S>(options: GraphExecutorOptions
     const recoverOne = async (record: AttemptRecord): Promise<boolean> => {
       const node = nodeOf(record.nodeId);
       if (node.retrySafe === true) {
-        const input = inputOf(ledger, record.nodeId, record.position, record.attempt);
-        const restart = (record.started?.restart ?? -1) + 1;
-        const ok = await tryAppend(ledger, [startedEvent(input, restart)]);
-        if (ok) launch(input, restart);
+        const start = startOf(inputOf(ledger, record.nodeId, record.position, record.attempt), (record.started?.restart ?? -1) + 1);
+        const ok = await tryAppend(ledger, [start.event]);
+        if (ok) launch(start);
         return ok;
       }
       const detail = `attempt ${record.position} was started by ${record.started?.executorId ?? 'an executor'} and never finished; its effects are unknown`;
       return tryAppend(ledger, [{
-        id: newId('evt'),
+        id: eventId(),
         type: 'attempt-paused',
         data: { position: record.position, nodeId: record.nodeId, reason: 'needs reconcile after an interrupted attempt', request: { kind: 'reconcile', detail } },
       }]);
@@ -154,7 +177,7 @@ export async function createGraphExecutor<D, N, S>(options: GraphExecutorOptions
     const record = async (settled: readonly Settled[]): Promise<void> => {
       for (;;) {
         const open = settled.filter((entry) => ledger.attempts.get(entry.position)?.status === 'outstanding');
-        if (open.length === 0 || await tryAppend(ledger, open.map((entry) => outcomeEvent(entry.position, entry.nodeId, entry.outcome)))) break;
+        if (open.length === 0 || await tryAppend(ledger, open.map((entry) => outcomeEvent(eventId(), entry.position, entry.nodeId, entry.outcome)))) break;
       }
       for (const entry of settled) running.delete(entry.position);
     };
@@ -162,35 +185,31 @@ export async function createGraphExecutor<D, N, S>(options: GraphExecutorOptions
     const finish = async (command: Exclude<GraphCommand, DispatchCommand>): Promise<RunOutcome | null> => {
       const type = command.kind === 'complete' ? 'run-completed' : command.kind === 'fail' ? 'run-failed' : 'run-paused';
       const repeat = ledger.last?.type === type && ledger.last.data.reason === command.reason;
-      if (!repeat && !(await tryAppend(ledger, [{ id: newId('evt'), type, data: { reason: command.reason } }]))) return null;
+      if (!repeat && !(await tryAppend(ledger, [{ id: eventId(), type, data: { reason: command.reason } }]))) return null;
       if (command.kind === 'complete') return { kind: 'complete', reason: command.reason };
       if (command.kind === 'fail') return { kind: 'failed', reason: command.reason };
       return { kind: 'paused', reason: command.reason, requests: ledger.pausedRequests() };
     };
 
+    /** Every attempt that has ended, once one has (or [] after a timer or an abort). */
     const waitForWork = async (wakeAt: number | null): Promise<Settled[]> => {
-      const waits: Promise<Settled | null>[] = [...running.values()];
-      let timer: NodeJS.Timeout | undefined;
-      let onAbort: (() => void) | undefined;
-      if (wakeAt !== null || running.size === 0) {
-        const ms = wakeAt === null ? pollMs : Math.max(1, Math.min(pollMs, wakeAt - clock.now().getTime()));
-        waits.push(new Promise((resolve) => { timer = setTimeout(() => resolve(null), ms); }));
+      if (ended.length === 0 && !signal.aborted) {
+        let timer: NodeJS.Timeout | undefined;
+        let onAbort: (() => void) | undefined;
+        await new Promise<void>((resolve) => {
+          wake = resolve;
+          onAbort = resolve;
+          if (wakeAt !== null || running.size === 0) {
+            const ms = wakeAt === null ? pollMs : Math.max(1, Math.min(pollMs, wakeAt - clock.now().getTime()));
+            timer = setTimeout(resolve, ms);
+          }
+          signal.addEventListener('abort', onAbort, { once: true });
+        });
+        wake = null;
+        clearTimeout(timer);
+        if (onAbort) signal.removeEventListener('abort', onAbort);
       }
-      waits.push(new Promise((resolve) => {
-        onAbort = () => resolve(null);
-        signal.addEventListener('abort', onAbort, { once: true });
-      }));
-      const first = await Promise.race(waits);
-      clearTimeout(timer);
-      if (onAbort) signal.removeEventListener('abort', onAbort);
-      if (first === null) return [];
-      const done: Settled[] = [first];
-      for (const [position, promise] of running) {
-        if (position === first.position) continue;
-        const ready = await Promise.race([promise, Promise.resolve(null)]);
-        if (ready) done.push(ready);
-      }
-      return done;
+      return ended.splice(0);
     };
 
     for (;;) {
@@ -210,7 +229,7 @@ export async function createGraphExecutor<D, N, S>(options: GraphExecutorOptions
         continue;
       }
       const terminal = commands.find((command): command is Exclude<GraphCommand, DispatchCommand> => command.kind !== 'dispatch');
-      if (terminal && running.size === 0 && ledger.outstanding().length === 0) {
+      if (terminal && running.size === 0 && ledger.outstandingCount === 0) {
         const outcome = await finish(terminal);
         if (outcome) return outcome;
         continue;
@@ -229,7 +248,7 @@ export async function createGraphExecutor<D, N, S>(options: GraphExecutorOptions
       if (!attempt || attempt.status !== 'paused') {
         throw new ProofgateError('INVALID_INPUT', `run ${runId} has no paused attempt at ${position}`);
       }
-      if (await tryAppend(ledger, [resolutionEvent(attempt, resolution)])) return;
+      if (await tryAppend(ledger, [resolutionEvent(eventId(), attempt, resolution)])) return;
     }
   }
 

@@ -22,6 +22,8 @@ export class RunLedger<D, N, S> {
   state: S;
   readonly attempts = new Map<string, AttemptRecord>();
   readonly results = new Map<string, ReadonlyJsonValue>();
+  /** The attempts whose status is `outstanding`, kept as events arrive so no step scans every attempt. */
+  private readonly open = new Map<string, AttemptRecord>();
   last: RunEvent | null = null;
   finished: RunEvent | null = null;
 
@@ -35,11 +37,14 @@ export class RunLedger<D, N, S> {
     const graphEvent = graphEventOf(event);
     if (graphEvent) this.state = this.graph.reduce(this.state, graphEvent);
     switch (event.type) {
-      case 'dispatch-decided':
-        this.attempts.set(event.data.position, {
+      case 'dispatch-decided': {
+        const record: AttemptRecord = {
           position: event.data.position, nodeId: event.data.nodeId, attempt: event.data.attempt, started: null, status: 'outstanding', request: null,
-        });
+        };
+        this.attempts.set(record.position, record);
+        this.open.set(record.position, record);
         break;
+      }
       case 'attempt-started': {
         const record = this.attempts.get(event.data.position);
         if (record) record.started = { executorId: event.data.executorId, restart: event.data.restart, leaseExpiresAt: Date.parse(event.data.leaseExpiresAt) };
@@ -57,6 +62,7 @@ export class RunLedger<D, N, S> {
         const record = this.attempts.get(event.data.position);
         if (record) {
           record.status = 'paused';
+          this.open.delete(record.position);
           record.request = { position: record.position, nodeId: record.nodeId, kind: event.data.request.kind, detail: event.data.request.detail };
         }
         break;
@@ -75,6 +81,7 @@ export class RunLedger<D, N, S> {
     if (record) {
       record.status = 'done';
       record.request = null;
+      this.open.delete(position);
     }
   }
 
@@ -83,7 +90,11 @@ export class RunLedger<D, N, S> {
   }
 
   outstanding(): AttemptRecord[] {
-    return [...this.attempts.values()].filter((record) => record.status === 'outstanding');
+    return [...this.open.values()];
+  }
+
+  get outstandingCount(): number {
+    return this.open.size;
   }
 
   pausedRequests(): PausedRequest[] {

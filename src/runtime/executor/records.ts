@@ -1,4 +1,4 @@
-import { ProofgateError, canonicalBytes, newId, sha256Digest } from '../../core/index.js';
+import { ProofgateError, canonicalBytes, sha256Digest } from '../../core/index.js';
 import type { JsonValue } from '../../core/index.js';
 import type { NewEvent } from '../../storage/ports.js';
 import type { AttemptOutcome } from './attempt.js';
@@ -6,8 +6,7 @@ import type { AttemptRecord } from './ledger.js';
 import type { PausedResolution } from './types.js';
 
 /** The stored event for how an attempt ended. */
-export function outcomeEvent(position: string, nodeId: string, outcome: AttemptOutcome): NewEvent {
-  const id = newId('evt');
+export function outcomeEvent(id: string, position: string, nodeId: string, outcome: AttemptOutcome): NewEvent {
   switch (outcome.kind) {
     case 'completed':
       return {
@@ -25,21 +24,21 @@ export function outcomeEvent(position: string, nodeId: string, outcome: AttemptO
 }
 
 /** The stored event for a host's settlement of a paused attempt. */
-export function resolutionEvent(attempt: AttemptRecord, resolution: PausedResolution): NewEvent {
+export function resolutionEvent(id: string, attempt: AttemptRecord, resolution: PausedResolution): NewEvent {
   const { position, nodeId } = attempt;
   switch (resolution.kind) {
     case 'completed': {
       const bytes = canonicalBytes(resolution.result);
       return {
-        id: newId('evt'),
+        id,
         type: 'attempt-completed',
         data: { position, nodeId, result: resolution.result as JsonValue, resultDigest: sha256Digest(bytes), outputBytes: bytes.byteLength, resolvedBy: 'host' },
       };
     }
     case 'failed':
-      return { id: newId('evt'), type: 'attempt-failed', data: { position, nodeId, failureClass: 'host', reason: String(resolution.reason) } };
+      return { id, type: 'attempt-failed', data: { position, nodeId, failureClass: 'host', reason: String(resolution.reason) } };
     case 'rerun':
-      return { id: newId('evt'), type: 'attempt-interrupted', data: { position, nodeId, reason: `host asked for a new attempt: ${String(resolution.reason)}` } };
+      return { id, type: 'attempt-interrupted', data: { position, nodeId, reason: `host asked for a new attempt: ${String(resolution.reason)}` } };
     default:
       throw new ProofgateError('INVALID_INPUT', 'resolution kind must be completed, failed or rerun');
   }

@@ -1,9 +1,10 @@
 /**
  * Maintainer commands in change comments: `/proofgate <cmd>` or `@proofgate <cmd>`,
  * one command per whole line. Lines inside fenced code blocks (``` or ~~~),
- * indented code (4+ columns), block quotes (with their lazy continuation lines)
- * and HTML comments are never commands, so quoting or pasting a command never
- * triggers it.
+ * indented code (4+ columns), block quotes (with their lazy continuation lines),
+ * HTML comments and HTML `<pre>` / `<code>` elements (any case, with attributes,
+ * over any number of lines; an unclosed one runs to the end of the comment) are
+ * never commands, so quoting or pasting a command never triggers it.
  */
 
 export type CommandKind = 'automerge' | 'stop' | 'review' | 'rebase' | 'status' | 'proof';
@@ -32,6 +33,8 @@ const FULL_SHA = /^[0-9a-f]{40}$/;
 const SHA_LIKE = /^[0-9a-f]{7,}$/i;
 const COMMAND_LINE = /^(?:\/|@)proofgate(?:[ \t]+(.*))?$/i;
 const FENCE_OPEN = /^ {0,3}(`{3,}|~{3,})(.*)$/;
+/** An HTML `<pre>` / `<code>` tag, opening or closing, with attributes (the `>` may be on a later line). */
+const HTML_CODE_TAG = /<(\/?)(pre|code)(?=[\s/>]|$)[^>]*(?:>|$)/gi;
 /** Leading list-item markers, possibly nested (`- `, `* `, `+ `, `1. `, `1) `). */
 const LIST_MARKERS = /^(?: {0,3}(?:[-+*]|\d{1,9}[.)])(?:[ \t]+|$))+/;
 
@@ -52,6 +55,23 @@ function indentColumns(line: string): number {
     else break;
   }
   return columns;
+}
+
+/**
+ * The HTML code element (`pre` or `code`) still open after `line`, given the one
+ * open before it (null: none). Inside an element only its own closing tag counts.
+ */
+function openHtmlCode(line: string, open: string | null): string | null {
+  let current = open;
+  for (const match of line.matchAll(HTML_CODE_TAG)) {
+    const tag = (match[2] ?? '').toLowerCase();
+    if (current === null) {
+      if (match[1] !== '/') current = tag;
+    } else if (match[1] === '/' && tag === current) {
+      current = null;
+    }
+  }
+  return current;
 }
 
 function isBlank(line: string): boolean {
@@ -106,6 +126,7 @@ type BlockState =
   | { readonly kind: 'fence'; readonly marker: string }
   | { readonly kind: 'quote' }
   | { readonly kind: 'html-comment' }
+  | { readonly kind: 'html-code'; readonly tag: string }
   | { readonly kind: 'indented-code' };
 
 /**
@@ -131,6 +152,11 @@ export function parseCommands(body: string): ParsedCommand[] {
     }
     if (state.kind === 'html-comment') {
       if (line.includes('-->')) state = { kind: 'text' };
+      continue;
+    }
+    if (state.kind === 'html-code') {
+      const tag = openHtmlCode(line, state.tag);
+      state = tag === null ? { kind: 'text' } : { kind: 'html-code', tag };
       continue;
     }
     // Block starts are looked for after any list-item markers (`- `, `1. `, nested).
@@ -162,6 +188,12 @@ export function parseCommands(body: string): ParsedCommand[] {
     const trimmed = line.trim();
     if (trimmed.startsWith('<!--')) {
       if (!trimmed.includes('-->', 4)) state = { kind: 'html-comment' };
+      continue;
+    }
+    // A line that leaves a <pre> or <code> element open starts code: neither it nor what follows is a command.
+    const htmlCode = openHtmlCode(line, null);
+    if (htmlCode !== null) {
+      state = { kind: 'html-code', tag: htmlCode };
       continue;
     }
     const match = COMMAND_LINE.exec(trimmed);

@@ -73,7 +73,8 @@ function repairOrBlock(
 
 /**
  * Decide the next automerge step. `verdicts` are markers that `readMarkers` /
- * `collectVerdicts` already verified, oldest first; later ones win for a head.
+ * `collectVerdicts` already verified, oldest first by their signed time; later
+ * ones win for a head.
  */
 export function decideAutomerge(
   snapshot: ChangeSnapshot,

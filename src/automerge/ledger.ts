@@ -16,6 +16,8 @@ export interface CommandStamp {
   readonly actor: string;
   /** When the command text came to be: the comment's updated_at. */
   readonly at: string;
+  /** 1-based line of the command in that comment version (orders commands of one comment). */
+  readonly line?: number;
 }
 
 export interface ReviewRecord {
@@ -142,8 +144,13 @@ export function timeOf(iso: string): number {
   return Number.isNaN(t) ? Number.NEGATIVE_INFINITY : t;
 }
 
+/** The later of two stamps: by time, then (equal times, so the order of arrival cannot matter) by comment id and line. */
 function later(current: CommandStamp | null, candidate: CommandStamp): CommandStamp {
-  return current === null || timeOf(candidate.at) >= timeOf(current.at) ? candidate : current;
+  if (current === null) return candidate;
+  const byTime = timeOf(candidate.at) - timeOf(current.at);
+  if (byTime !== 0) return byTime > 0 ? candidate : current;
+  if (candidate.commentId !== current.commentId) return candidate.commentId > current.commentId ? candidate : current;
+  return (candidate.line ?? 0) >= (current.line ?? 0) ? candidate : current;
 }
 
 function appendTimeline(timeline: readonly TimelineEntry[], entry: TimelineEntry): readonly TimelineEntry[] {
@@ -183,8 +190,8 @@ export function applyCommand(state: AutomergeLedgerState, delivery: CommandDeliv
     return { state: { ...state, processed, comments }, run: [], skipped: previous === undefined ? null : 'unchanged-edit' };
   }
   let next: AutomergeLedgerState = { ...state, processed, comments };
-  const stamp: CommandStamp = { commentId: comment.id, actor: comment.author, at: comment.updatedAt };
   for (const command of run) {
+    const stamp: CommandStamp = { commentId: comment.id, actor: comment.author, at: comment.updatedAt, line: command.line };
     if (command.kind === 'automerge') next = { ...next, automerge: later(next.automerge, stamp) };
     if (command.kind === 'stop') next = { ...next, stop: later(next.stop, stamp) };
     next = { ...next, timeline: appendTimeline(next.timeline, { at: comment.updatedAt, text: `${comment.author}: ${command.source}` }) };
@@ -272,8 +279,18 @@ export function foldLedger(changeId: string, records: readonly LedgerRecord[]): 
   return records.reduce(applyRecord, initialLedger(changeId));
 }
 
-/** Whether automerge is on: requested, and no stop at or after the latest request (stop wins ties). */
+/**
+ * Whether automerge is on: requested, and not stopped since. The later command
+ * wins: by time; within one comment version (same comment, same time) by line,
+ * since a comment reads top to bottom; a stop wins a tie between two comments
+ * with the same time.
+ */
 export function automergeActive(state: AutomergeLedgerState): boolean {
-  if (state.automerge === null) return false;
-  return state.stop === null || timeOf(state.automerge.at) > timeOf(state.stop.at);
+  const { automerge, stop } = state;
+  if (automerge === null) return false;
+  if (stop === null) return true;
+  const requested = timeOf(automerge.at);
+  const stopped = timeOf(stop.at);
+  if (requested !== stopped) return requested > stopped;
+  return automerge.commentId === stop.commentId && (automerge.line ?? 0) > (stop.line ?? 0);
 }

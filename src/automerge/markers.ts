@@ -1,7 +1,7 @@
 /**
  * Hidden, signed markers in proofgate's own comments:
  *
- *   <!-- proofgate:marker v1 {"body":"…","change":"42","head":"…","kind":"review-verdict",…,"mac":"…"} -->
+ *   <!-- proofgate:marker v2 {"at":"…","body":"…","change":"42","head":"…","kind":"review-verdict",…,"mac":"…"} -->
  *
  * The JSON names what the marker is about (kind, change, head, verdict …) and
  * `body`, the sha256 of the comment's visible text (the body with every marker
@@ -10,6 +10,14 @@
  * is trusted only when the comment's author is proofgate's own identity AND the
  * HMAC verifies; a marker copied to another change or head, or into a comment
  * whose text was edited, is rejected with the reason.
+ *
+ * A review verdict also signs the review dispatch id (`review`) and the time
+ * the verdict was made (`at`). `collectVerdicts` orders verdicts by that signed
+ * time (never by a comment's timestamps, which anyone who can edit a comment
+ * moves), and a verdict marker that shows up in more than one place (same review
+ * id or same signature) counts once: the copy in the earliest-created comment is
+ * kept, every other copy is rejected as `replayed`. Markers of an older format
+ * (v1, without these fields) are `malformed`.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { canonicalJson, ProofgateError, sha256Hex } from '../core/index.js';
@@ -24,8 +32,10 @@ export interface ReviewVerdictFields {
   readonly verdict: Verdict;
   /** Actionable findings behind a REFUTED verdict (0 otherwise). */
   readonly findings: number;
-  /** The review dispatch that produced this verdict, when known (ties it to the ledger). */
-  readonly review: string | null;
+  /** The review dispatch that produced this verdict (ties it to the ledger; one verdict per review). */
+  readonly review: string;
+  /** When the verdict was made (ISO 8601 UTC, signed): verdicts are ordered by this time. */
+  readonly at: string;
 }
 
 export interface StatusFields {
@@ -50,6 +60,9 @@ export type TrustedMarker<F extends MarkerFields = MarkerFields> = {
   readonly fields: F;
   readonly commentId: string;
   readonly commentUpdatedAt: string;
+  readonly commentCreatedAt: string;
+  /** The marker's HMAC (hex): the same signature in two places is a replay. */
+  readonly signature: string;
   /** Position of the marker in the comment. */
   readonly index: number;
 } & { readonly [trusted]: true };
@@ -80,7 +93,11 @@ export interface MarkerReadResult {
 
 /** Anything that looks like a marker (bounded, so a body full of unclosed openers stays linear). */
 const MARKER_ANY = /<!--\s*proofgate:marker\b[\s\S]{0,4096}?-->/g;
-const MARKER_V1 = /^<!-- proofgate:marker v1 (\{[^\n]*\}) -->$/;
+/** The marker format version, in the tag and in the signed JSON (`v`). */
+export const MARKER_VERSION = 2;
+const MARKER_LINE = /^<!-- proofgate:marker v2 (\{[^\n]*\}) -->$/;
+/** A signed time: ISO 8601 in UTC, as `Date.prototype.toISOString` writes it (seconds fraction optional). */
+const SIGNED_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,3})?Z$/;
 const CHANGE_ID = /^[A-Za-z0-9._:#/+@-]{1,128}$/;
 const HEAD_SHA = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
 const REVIEW_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -106,11 +123,12 @@ function fieldProblem(fields: Record<string, unknown>): string | null {
   if (typeof fields.head !== 'string' || !HEAD_SHA.test(fields.head)) return 'head sha (40 or 64 lowercase hex)';
   if (fields.kind === 'review-verdict') {
     const keys = Object.keys(fields).sort().join(',');
-    if (keys !== 'change,findings,head,kind,review,verdict') return `review-verdict fields (${keys})`;
+    if (keys !== 'at,change,findings,head,kind,review,verdict') return `review-verdict fields (${keys})`;
     if (typeof fields.verdict !== 'string' || !VERDICTS.includes(fields.verdict)) return 'verdict';
     const findings = fields.findings;
     if (typeof findings !== 'number' || !Number.isInteger(findings) || findings < 0 || findings > MAX_FINDINGS) return 'findings';
-    if (fields.review !== null && (typeof fields.review !== 'string' || !REVIEW_ID.test(fields.review))) return 'review id';
+    if (typeof fields.review !== 'string' || !REVIEW_ID.test(fields.review)) return 'review id';
+    if (typeof fields.at !== 'string' || !SIGNED_TIME.test(fields.at) || Number.isNaN(Date.parse(fields.at))) return 'verdict time (at)';
     return null;
   }
   if (fields.kind === 'automerge-status') {
@@ -135,8 +153,8 @@ export function createMarker(fields: MarkerFields, secret: MarkerSecret, visible
   const plain: Record<string, unknown> = { ...fields };
   const problem = fieldProblem(plain);
   if (problem !== null) throw new ProofgateError('INVALID_INPUT', `marker: bad ${problem}`);
-  const signed = { ...plain, v: 1, body: sha256Hex(visibleText(visible)) };
-  return `<!-- proofgate:marker v1 ${canonicalJson({ ...signed, mac: mac(signed, key) })} -->`;
+  const signed = { ...plain, v: MARKER_VERSION, body: sha256Hex(visibleText(visible)) };
+  return `<!-- proofgate:marker v${MARKER_VERSION} ${canonicalJson({ ...signed, mac: mac(signed, key) })} -->`;
 }
 
 /** A comment body: the visible text, then one marker line per entry of `markers`. */
@@ -149,8 +167,8 @@ export function composeMarkedBody(visible: string, markers: readonly MarkerField
 type Parsed = { ok: true; fields: MarkerFields; body: string; mac: string } | { ok: false; detail: string; fields: MarkerFields | null };
 
 function parseMarker(text: string): Parsed {
-  const match = MARKER_V1.exec(text);
-  if (match?.[1] === undefined) return { ok: false, detail: 'not a v1 marker line', fields: null };
+  const match = MARKER_LINE.exec(text);
+  if (match?.[1] === undefined) return { ok: false, detail: `not a v${MARKER_VERSION} marker line`, fields: null };
   let value: unknown;
   try {
     value = JSON.parse(match[1]);
@@ -159,7 +177,7 @@ function parseMarker(text: string): Parsed {
   }
   if (value === null || typeof value !== 'object' || Array.isArray(value)) return { ok: false, detail: 'marker JSON is not an object', fields: null };
   const { v, body, mac: macHex, ...rest } = value as Record<string, unknown>;
-  if (v !== 1) return { ok: false, detail: 'marker version is not 1', fields: null };
+  if (v !== MARKER_VERSION) return { ok: false, detail: `marker version is not ${MARKER_VERSION}`, fields: null };
   if (typeof body !== 'string' || !MAC_HEX.test(body)) return { ok: false, detail: 'marker body digest missing', fields: null };
   if (typeof macHex !== 'string' || !MAC_HEX.test(macHex)) return { ok: false, detail: 'marker mac missing', fields: null };
   const problem = fieldProblem(rest);
@@ -190,7 +208,7 @@ export function readMarkers(comment: ForgeComment, options: MarkerReadOptions): 
       return;
     }
     const { body, mac: given, fields } = parsed;
-    const expected = Buffer.from(mac({ ...fields, v: 1, body }, key), 'hex');
+    const expected = Buffer.from(mac({ ...fields, v: MARKER_VERSION, body }, key), 'hex');
     if (!timingSafeEqual(expected, Buffer.from(given, 'hex'))) {
       reject('bad-mac', 'HMAC does not verify (forged or altered marker)', fields);
       return;
@@ -207,7 +225,14 @@ export function readMarkers(comment: ForgeComment, options: MarkerReadOptions): 
       reject('edited', `the text of comment ${comment.id} changed after proofgate signed it`, fields);
       return;
     }
-    trustedOut.push({ fields, commentId: comment.id, commentUpdatedAt: comment.updatedAt, index } as TrustedMarker);
+    trustedOut.push({
+      fields,
+      commentId: comment.id,
+      commentUpdatedAt: comment.updatedAt,
+      commentCreatedAt: comment.createdAt,
+      signature: given,
+      index,
+    } as TrustedMarker);
   });
   return { trusted: trustedOut, rejected };
 }
@@ -223,25 +248,55 @@ function timeOf(iso: string): number {
   return Number.isNaN(t) ? Number.NEGATIVE_INFINITY : t;
 }
 
+interface Located {
+  readonly marker: TrustedVerdict;
+  /** Position of the comment in the list given. */
+  readonly order: number;
+}
+
+/** Where a marker copy sits: earliest-created comment first, then list order, then position. */
+function byPlace(a: Located, b: Located): number {
+  return timeOf(a.marker.commentCreatedAt) - timeOf(b.marker.commentCreatedAt) || a.order - b.order || a.marker.index - b.marker.index;
+}
+
 /**
- * The trusted review verdicts of a change across its comments, oldest first
- * (by comment update time, then comment order, then position in the comment),
- * plus every rejected marker.
+ * The trusted review verdicts of a change across its comments, oldest first by
+ * their signed time (`at`; ties: earlier-created comment, list order, position),
+ * plus every rejected marker. A verdict whose review id or signature was already
+ * seen in an earlier-created comment (or earlier in the same comment) is a
+ * replay: only the first copy counts, the others are rejected as `replayed`.
  */
 export function collectVerdicts(
   comments: readonly ForgeComment[],
   options: MarkerReadOptions & { readonly changeId: string },
 ): { readonly verdicts: readonly TrustedVerdict[]; readonly rejected: readonly RejectedMarker[] } {
-  const verdicts: { marker: TrustedVerdict; order: number }[] = [];
+  const found: Located[] = [];
   const rejected: RejectedMarker[] = [];
   comments.forEach((comment, order) => {
     const result = readMarkers(comment, options);
     rejected.push(...result.rejected);
-    for (const marker of result.trusted) if (isTrustedVerdict(marker)) verdicts.push({ marker, order });
+    for (const marker of result.trusted) if (isTrustedVerdict(marker)) found.push({ marker, order });
   });
-  verdicts.sort(
-    (a, b) =>
-      timeOf(a.marker.commentUpdatedAt) - timeOf(b.marker.commentUpdatedAt) || a.order - b.order || a.marker.index - b.marker.index,
-  );
-  return { verdicts: verdicts.map((entry) => entry.marker), rejected };
+  const kept: Located[] = [];
+  const firstByReview = new Map<string, TrustedVerdict>();
+  const firstBySignature = new Map<string, TrustedVerdict>();
+  for (const entry of [...found].sort(byPlace)) {
+    const { marker } = entry;
+    const original = firstBySignature.get(marker.signature) ?? firstByReview.get(marker.fields.review);
+    if (original !== undefined) {
+      rejected.push({
+        commentId: marker.commentId,
+        index: marker.index,
+        reason: 'replayed',
+        detail: `verdict of review ${marker.fields.review} already counted from comment ${original.commentId}; this copy is ignored`,
+        fields: marker.fields,
+      });
+      continue;
+    }
+    firstBySignature.set(marker.signature, marker);
+    firstByReview.set(marker.fields.review, marker);
+    kept.push(entry);
+  }
+  kept.sort((a, b) => timeOf(a.marker.fields.at) - timeOf(b.marker.fields.at) || byPlace(a, b));
+  return { verdicts: kept.map((entry) => entry.marker), rejected };
 }

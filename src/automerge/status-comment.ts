@@ -33,6 +33,12 @@ export interface FinalCommentInput {
   readonly mergeCommitUrl: string | null;
   readonly repairs: readonly RepairRecord[];
   readonly timeline: readonly TimelineEntry[];
+  /** The change's title (outside text, escaped). */
+  readonly title?: string | null;
+  /** The change's head branch. */
+  readonly headRef?: string | null;
+  /** The base branch the change merged into. */
+  readonly baseRef?: string | null;
 }
 
 /** Escape outside text for a markdown line: no HTML, no markers, no mentions, no line breaks. */
@@ -44,6 +50,11 @@ export function escapeText(text: string): string {
     .replace(/>/g, '&gt;')
     .replace(/@/g, '&#64;')
     .replace(/`/g, '&#96;');
+}
+
+/** A branch name as inline HTML code: escaped, so it can carry no markup, marker or mention. */
+function branch(ref: string): string {
+  return `<code>${escapeText(ref)}</code>`;
 }
 
 function code(sha: string): string {
@@ -94,7 +105,19 @@ export function renderStatusComment(input: StatusCommentInput, secret: MarkerSec
   return composeMarkedBody(lines.join('\n'), [statusFields(input.changeId, input.intent, input.head)], secret);
 }
 
-/** The body of the final status comment after a merge. */
+/** The change line of the final comment: title and head branch, whichever are known. */
+function changeLine(input: FinalCommentInput): string[] {
+  const title = input.title === undefined || input.title === null || input.title.trim() === '' ? null : `**${escapeText(input.title.trim())}**`;
+  const head = input.headRef === undefined || input.headRef === null || input.headRef === '' ? null : `branch ${branch(input.headRef)}`;
+  if (title === null && head === null) return [];
+  return [title === null ? `Change: ${head ?? ''}` : `Change: ${title}${head === null ? '' : ` (${head})`}`, ''];
+}
+
+/**
+ * The body of the final status comment after a merge: what merged (title, head
+ * branch, the reviewed head sha, the base it merged into), the merge commit
+ * (a link when the forge gave one), the repair commits and the timeline.
+ */
 export function renderFinalComment(input: FinalCommentInput, secret: MarkerSecret): string {
   const mergeCommit =
     input.mergeCommitUrl === null ? code(input.mergeCommit) : `[${code(input.mergeCommit)}](${linkTarget(input.mergeCommitUrl)})`;
@@ -109,7 +132,8 @@ export function renderFinalComment(input: FinalCommentInput, secret: MarkerSecre
   const lines = [
     `### proofgate ${escapeText(input.intent)}: merged`,
     '',
-    `Merged the reviewed head ${code(input.mergedHead)} as ${mergeCommit}.`,
+    ...changeLine(input),
+    `Merged the reviewed head ${code(input.mergedHead)}${input.baseRef === undefined || input.baseRef === null || input.baseRef === '' ? '' : ` into ${branch(input.baseRef)}`} as ${mergeCommit}.`,
     '',
     '**Repairs**',
     '',

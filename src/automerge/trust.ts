@@ -16,8 +16,8 @@ export type Authorization = { readonly allowed: true } | { readonly allowed: fal
 /** Permissions that may drive automerge. */
 export const WRITE_PERMISSIONS: readonly RepoPermission[] = ['admin', 'maintain', 'write'];
 
-/** What the change's own author may ask for without write permission. */
-const AUTHOR_COMMANDS = new Set<AutomergeCommand['kind']>(['review', 'status', 'unknown', 'invalid']);
+/** What the change's own author may ask for without write permission: a re-review, nothing else. */
+const AUTHOR_COMMANDS = new Set<AutomergeCommand['kind']>(['review']);
 
 function describe(command: AutomergeCommand): string {
   return command.kind === 'invalid' ? `an invalid ${command.command} command` : `"${command.kind}"`;
@@ -26,8 +26,10 @@ function describe(command: AutomergeCommand): string {
 /**
  * May `actor` give `command`? A refusal's reason is the log line; the router does
  * nothing else for a refused command (no reply, so strangers cannot make
- * proofgate talk). `unknown` / `invalid` commands are allowed for those who may
- * command at all, so they get a help reply.
+ * proofgate talk). `unknown` / `invalid` commands are allowed only for write
+ * permission and above, who get a help reply; the change's author below write
+ * may only ask for a re-review (`review`), and anything else from them, help
+ * replies included, is ignored like a stranger's command.
  */
 export function authorizeCommand(command: AutomergeCommand, actor: CommandActor, selfLogin: string): Authorization {
   if (actor.login.toLowerCase() === selfLogin.toLowerCase()) {
@@ -41,7 +43,7 @@ export function authorizeCommand(command: AutomergeCommand, actor: CommandActor,
     if (AUTHOR_COMMANDS.has(command.kind)) return { allowed: true };
     return {
       allowed: false,
-      reason: `ignored ${describe(command)} from ${actor.login}: the change's author (permission ${actor.permission}) may only ask for review or status`,
+      reason: `ignored ${describe(command)} from ${actor.login}: the change's author (permission ${actor.permission}) may only ask for a re-review (review)`,
     };
   }
   return {

@@ -43,6 +43,8 @@ const commandArgv = z.array(z.string().min(1)).min(1);
 export const automergeConfigSchema = z
   .object({
     ignoredChecks: z.array(z.string().min(1)).optional(),
+    /** Whether a head with no check reported yet waits for checks (default: see the automerge loop's policy). */
+    expectChecks: z.boolean().optional(),
     maxRepairsPerChange: nonNegativeInt.optional(),
     maxRepairsPerHead: nonNegativeInt.optional(),
     shepherdWaitMs: nonNegativeInt.optional(),

@@ -29,8 +29,11 @@ export function comment(body: string, overrides: Partial<ForgeComment> = {}): Fo
   };
 }
 
+export const VERDICT_AT = '2024-05-01T10:00:00.000Z';
+
+/** Verdict fields; the review id and the signed time are fixed unless given. */
 export function verdictFields(overrides: Partial<ReviewVerdictFields> = {}): ReviewVerdictFields {
-  return { kind: 'review-verdict', change: CHANGE, head: HEAD, verdict: 'CONFIRMED', findings: 0, review: null, ...overrides };
+  return { kind: 'review-verdict', change: CHANGE, head: HEAD, verdict: 'CONFIRMED', findings: 0, review: 'rvw_1', at: VERDICT_AT, ...overrides };
 }
 
 /** A review comment proofgate wrote, with a verdict marker. */
@@ -39,11 +42,19 @@ export function verdictComment(fields: Partial<ReviewVerdictFields> = {}, overri
   return comment(composeMarkedBody(`Review of ${f.head}: ${f.verdict}`, [f], SECRET), overrides);
 }
 
-/** Trusted verdicts, made the real way: signed, written as comments, read back. */
+let reviewSeq = 0;
+
+/**
+ * Trusted verdicts, made the real way: signed, written as comments, read back.
+ * Each entry is made one second after the previous one (signed time and comment
+ * times); an entry without a review id gets a fresh one.
+ */
 export function verdicts(...entries: { head?: string; verdict?: Verdict; findings?: number; review?: string | null; change?: string }[]): TrustedVerdict[] {
-  const comments = entries.map((entry, i) =>
-    verdictComment(entry, { updatedAt: new Date(Date.parse('2024-05-01T10:00:00Z') + i * 1000).toISOString() }),
-  );
+  const comments = entries.map(({ review, ...entry }, i) => {
+    const at = new Date(Date.parse(VERDICT_AT) + i * 1000).toISOString();
+    reviewSeq += 1;
+    return verdictComment({ ...entry, review: review ?? `rvw_b${reviewSeq}`, at }, { createdAt: at, updatedAt: at });
+  });
   return [...collectVerdicts(comments, { selfLogin: SELF, secret: SECRET, changeId: entries[0]?.change ?? CHANGE }).verdicts];
 }
 

@@ -103,6 +103,18 @@ describe('parseCommands: text that is never a command', () => {
     ['fence inside a list item', '- ```\n  /proofgate automerge\n  ```'],
     ['fence inside a nested ordered list item', '1. - ~~~\n/proofgate automerge\n~~~'],
     ['quote inside a list item', '- > quoted\n/proofgate automerge'],
+    ['html pre block', '<pre>\n/proofgate automerge\n</pre>'],
+    ['html pre block, upper case', '<PRE>\n/proofgate automerge\n</PRE>'],
+    ['html pre with attributes', '<pre lang="sh" class=\'x\'>\n/proofgate automerge\n</pre>'],
+    ['html pre tag spread over lines', '<pre\n  class="x">\n/proofgate automerge\n</pre>'],
+    ['html pre closed with spaces, command inside', 'text <pre>\n@proofgate stop\n</pre >'],
+    ['unclosed html pre runs to the end', 'see:\n<pre>\n\ntext\n\n/proofgate automerge'],
+    ['html code spanning lines', 'run <code>\n/proofgate automerge\n</code>'],
+    ['html code with attributes, mixed case', '<Code class="language-sh">\n/proofgate automerge\n</cODE>'],
+    ['html code inside pre, closed code does not end pre', '<pre><code>x</code>\n/proofgate automerge\n</pre>'],
+    ['html pre not closed by a closing code tag', '<pre>\n</code>\n/proofgate automerge'],
+    ['html pre inside a list item', '- <pre>\n/proofgate automerge\n</pre>'],
+    ['html pre on one line with the command', '<pre>/proofgate automerge</pre>'],
   ];
   it.each(rows)('%s', (_name, body) => {
     expect(parseCommands(body)).toEqual([]);
@@ -121,6 +133,10 @@ describe('parseCommands: blocks end and commands resume', () => {
     ['three-space indent is still a command', '   /proofgate rebase', ['rebase']],
     ['after a fence inside a list item', '- ```\n  x\n  ```\n/proofgate automerge', ['automerge']],
     ['a thematic break is not a list marker', '***\n/proofgate automerge', ['automerge']],
+    ['after a closed html pre block', '<pre>\n/proofgate stop\n</pre>\n/proofgate automerge', ['automerge']],
+    ['after a one-line html pre element', '<pre>x</pre>\n/proofgate automerge', ['automerge']],
+    ['after a closed html code element spanning lines', 'a <code>\n/proofgate stop\n</code> b\n/proofgate automerge', ['automerge']],
+    ['a tag that only starts with pre is not pre', '<prelude>\n/proofgate automerge', ['automerge']],
   ];
   it.each(rows)('%s', (_name, body, expected) => {
     expect(parseCommands(body).map((c) => c.kind)).toEqual(expected);

@@ -102,7 +102,24 @@ describe('applyCommand', () => {
       ],
       false,
     ],
-    ['stop and automerge in one comment: stop wins the tie', [[delivery('1', '/proofgate automerge\n/proofgate stop', T1), ['automerge', 'stop'], null]], false],
+    ['automerge then stop in one comment: the later line (stop) wins', [[delivery('1', '/proofgate automerge\n/proofgate stop', T1), ['automerge', 'stop'], null]], false],
+    ['stop then automerge in one comment: the later line (automerge) wins', [[delivery('1', '/proofgate stop\ntext\n/proofgate automerge', T1), ['stop', 'automerge'], null]], true],
+    [
+      'stop then automerge in one comment, after an earlier stop: automerge wins',
+      [
+        [delivery('1', '/proofgate stop', T1), ['stop'], null],
+        [delivery('2', '/proofgate stop\n/proofgate automerge', T2), ['stop', 'automerge'], null],
+      ],
+      true,
+    ],
+    [
+      'automerge and stop in two comments with the same time: stop wins the tie',
+      [
+        [delivery('2', '/proofgate stop', T1), ['stop'], null],
+        [delivery('1', '/proofgate automerge', T1), ['automerge'], null],
+      ],
+      false,
+    ],
     ['stop without automerge', [[delivery('1', '/proofgate stop', T1), ['stop'], null]], false],
     [
       'other commands are recorded but do not enable automerge',
@@ -125,7 +142,7 @@ describe('applyCommand', () => {
 
   it('records who asked and when, and a timeline line per command', () => {
     const { state } = applyCommand(initialLedger(CHANGE), delivery('9', '/proofgate automerge', T1, 'alice'));
-    expect(state.automerge).toEqual({ commentId: '9', actor: 'alice', at: T1 });
+    expect(state.automerge).toEqual({ commentId: '9', actor: 'alice', at: T1, line: 1 });
     expect(state.timeline).toEqual([{ at: T1, text: 'alice: /proofgate automerge' }]);
   });
 
@@ -226,14 +243,18 @@ describe('ledger properties', () => {
     fc.assert(
       fc.property(
         fc.uniqueArray(
-          fc.record({ id: fc.string({ minLength: 1, maxLength: 4 }), stop: fc.boolean(), minute: fc.integer({ min: 0, max: 9 }) }),
+          fc.record({
+            id: fc.string({ minLength: 1, maxLength: 4 }),
+            body: fc.constantFrom('/proofgate stop', '/proofgate automerge', '/proofgate stop\n/proofgate automerge', '/proofgate automerge\n/proofgate stop'),
+            minute: fc.integer({ min: 0, max: 3 }),
+          }),
           { selector: (r) => r.id, maxLength: 8 },
         ),
         fc.nat(),
         (comments, seed) => {
           const records: LedgerRecord[] = comments.map((c) => ({
             type: 'commands',
-            delivery: delivery(c.id, c.stop ? '/proofgate stop' : '/proofgate automerge', `2024-05-01T10:0${c.minute}:00Z`),
+            delivery: delivery(c.id, c.body, `2024-05-01T10:0${c.minute}:00Z`),
           }));
           const shuffled = [...records].sort((a, b) => ((JSON.stringify(a).length * 31 + seed) % 7) - ((JSON.stringify(b).length * 31 + seed) % 7));
           const a: AutomergeLedgerState = foldLedger(CHANGE, records);

@@ -17,11 +17,11 @@ const OPTIONS = { selfLogin: SELF, secret: SECRET, changeId: CHANGE };
 /** A marker line with arbitrary JSON, signed correctly over everything but `mac`. */
 function signedRaw(payload: Record<string, unknown>, secret = SECRET): string {
   const mac = createHmac('sha256', secret).update(canonicalJson(payload)).digest('hex');
-  return `<!-- proofgate:marker v1 ${canonicalJson({ ...payload, mac })} -->`;
+  return `<!-- proofgate:marker v2 ${canonicalJson({ ...payload, mac })} -->`;
 }
 
 function markerJson(body: string): Record<string, unknown> {
-  const match = /<!-- proofgate:marker v1 (\{.*\}) -->/.exec(body);
+  const match = /<!-- proofgate:marker v2 (\{.*\}) -->/.exec(body);
   if (match?.[1] === undefined) throw new Error('no marker');
   return JSON.parse(match[1]) as Record<string, unknown>;
 }
@@ -63,11 +63,11 @@ describe('markers: trusted', () => {
   it('marker text never contains the secret', () => {
     const c = verdictComment();
     expect(c.body).not.toContain(SECRET);
-    expect(c.body).toMatch(/^Review of a{40}: CONFIRMED\n\n<!-- proofgate:marker v1 \{.*\} -->\n$/);
+    expect(c.body).toMatch(/^Review of a{40}: CONFIRMED\n\n<!-- proofgate:marker v2 \{.*\} -->\n$/);
   });
 
   it('visibleText strips markers and normalizes line ends', () => {
-    expect(visibleText('a\r\nb\n\n<!-- proofgate:marker v1 {} -->\n')).toBe('a\nb');
+    expect(visibleText('a\r\nb\n\n<!-- proofgate:marker v2 {} -->\n')).toBe('a\nb');
   });
 });
 
@@ -76,6 +76,7 @@ describe('markers: rejected', () => {
   const payload = markerJson(genuine.body);
   const { mac: _mac, ...unsigned } = payload;
   const { body: _body, ...withoutBody } = unsigned;
+  const { at: _at, v: _v, ...withoutAtAndV } = unsigned;
   const withLine = (line: string): string => `Review\n\n${line}`;
   const forgedVerdict = genuine.body.replace('"verdict":"CONFIRMED"', '"verdict":"HOLD"').replace('CONFIRMED\n', 'HOLD\n');
 
@@ -87,16 +88,21 @@ describe('markers: rejected', () => {
     ['signed with another secret', () => comment(composeMarkedBody('Review', [verdictFields()], 'another-secret-0123456789')), 'bad-mac', {}],
     ['mac digit flipped', () => ({ ...genuine, body: genuine.body.replace(/"mac":"(.)/, (_m, d: string) => `"mac":"${d === '0' ? '1' : '0'}`) }), 'bad-mac', {}],
     ['signed without the body digest', () => comment(withLine(signedRaw(withoutBody))), 'malformed', {}],
-    ['JSON does not parse', () => comment(withLine('<!-- proofgate:marker v1 {"kind": -->')), 'malformed', {}],
-    ['version 2', () => comment(withLine(genuine.body.split('\n').find((l) => l.startsWith('<!--'))?.replace(' v1 ', ' v2 ') ?? '')), 'malformed', {}],
+    ['JSON does not parse', () => comment(withLine('<!-- proofgate:marker v2 {"kind": -->')), 'malformed', {}],
+    ['version tag 3', () => comment(withLine(genuine.body.split('\n').find((l) => l.startsWith('<!--'))?.replace(' v2 ', ' v3 ') ?? '')), 'malformed', {}],
+    ['older v1 format, correctly signed', () => comment(withLine(signedRaw({ ...withoutAtAndV, v: 1 }).replace(' v2 ', ' v1 '))), 'malformed', {}],
+    ['v1 fields under the v2 tag, correctly signed', () => comment(withLine(signedRaw({ ...withoutAtAndV, v: 2 }))), 'malformed', {}],
+    ['verdict without a review id, correctly signed', () => comment(withLine(signedRaw({ ...unsigned, review: null }))), 'malformed', {}],
+    ['verdict time not ISO UTC, correctly signed', () => comment(withLine(signedRaw({ ...unsigned, at: '2024-05-01 10:00' }))), 'malformed', {}],
+    ['verdict time impossible, correctly signed', () => comment(withLine(signedRaw({ ...unsigned, at: '2024-13-45T10:00:00Z' }))), 'malformed', {}],
     ['unknown kind', () => comment(withLine(signedRaw({ ...unsigned, kind: 'merge-now' }))), 'malformed', {}],
     ['short head', () => comment(withLine(signedRaw({ ...unsigned, head: 'abc1234' }))), 'malformed', {}],
     ['extra field', () => comment(withLine(signedRaw({ ...unsigned, admin: true }))), 'malformed', {}],
     ['verdict not a known one', () => comment(withLine(signedRaw({ ...unsigned, verdict: 'PASS' }))), 'malformed', {}],
     ['negative findings', () => comment(withLine(signedRaw({ ...unsigned, findings: -1 }))), 'malformed', {}],
-    ['mac not hex', () => comment(withLine(`<!-- proofgate:marker v1 ${canonicalJson({ ...unsigned, mac: 'zz' })} -->`)), 'malformed', {}],
-    ['JSON is an array', () => comment(withLine('<!-- proofgate:marker v1 [1] -->')), 'malformed', {}],
-    ['marker spread over lines', () => comment(withLine(genuine.body.slice(genuine.body.indexOf('<!--')).replace(' v1 ', '\nv1 '))), 'malformed', {}],
+    ['mac not hex', () => comment(withLine(`<!-- proofgate:marker v2 ${canonicalJson({ ...unsigned, mac: 'zz' })} -->`)), 'malformed', {}],
+    ['JSON is an array', () => comment(withLine('<!-- proofgate:marker v2 [1] -->')), 'malformed', {}],
+    ['marker spread over lines', () => comment(withLine(genuine.body.slice(genuine.body.indexOf('<!--')).replace(' v2 ', '\nv2 '))), 'malformed', {}],
     ['visible text edited', () => ({ ...genuine, body: genuine.body.replace('Review of', 'Reviewed by a human:') }), 'edited', {}],
     ['marker copied into another proofgate comment', () => comment(`Status\n\n${genuine.body.slice(genuine.body.indexOf('<!--'))}`), 'edited', {}],
     ['copied onto another change', () => ({ ...genuine }), 'replayed', { changeId: '43' }],
@@ -112,7 +118,7 @@ describe('markers: rejected', () => {
   });
 
   it('a forged marker appended to a proofgate comment is rejected and the genuine one kept', () => {
-    const forged = `${genuine.body}\n<!-- proofgate:marker v1 ${canonicalJson({ ...payload, verdict: 'HOLD' })} -->`;
+    const forged = `${genuine.body}\n<!-- proofgate:marker v2 ${canonicalJson({ ...payload, verdict: 'HOLD' })} -->`;
     const { trusted, rejected } = readMarkers({ ...genuine, body: forged }, OPTIONS);
     expect(trusted.map((m) => m.fields)).toEqual([verdictFields()]);
     expect(rejected.map((r) => [r.reason, r.index])).toEqual([['bad-mac', 1]]);
@@ -128,6 +134,8 @@ describe('createMarker: bad input', () => {
     ['negative findings', verdictFields({ findings: -1 }), SECRET, 'INVALID_INPUT'],
     ['fractional findings', verdictFields({ findings: 1.5 }), SECRET, 'INVALID_INPUT'],
     ['review id with spaces', verdictFields({ review: 'a b' }), SECRET, 'INVALID_INPUT'],
+    ['verdict time missing the zone', verdictFields({ at: '2024-05-01T10:00:00' }), SECRET, 'INVALID_INPUT'],
+    ['verdict time not a date', verdictFields({ at: 'yesterday' }), SECRET, 'INVALID_INPUT'],
     ['bad intent', { kind: 'automerge-status', change: CHANGE, head: HEAD, intent: 'Auto Merge' }, SECRET, 'INVALID_INPUT'],
     ['short secret', verdictFields(), 'short', 'CONFIG'],
     ['empty secret bytes', verdictFields(), '', 'CONFIG'],
@@ -150,14 +158,65 @@ describe('createMarker: bad input', () => {
 });
 
 describe('collectVerdicts', () => {
-  it('orders verdicts by comment update time and skips status markers and rejected ones', () => {
-    const late = verdictComment({ verdict: 'REFUTED', findings: 1 }, { updatedAt: '2024-05-02T00:00:00Z' });
-    const early = verdictComment({ verdict: 'CONFIRMED' }, { updatedAt: '2024-05-01T00:00:00.500Z' });
+  it('orders verdicts by their signed time and skips status markers and rejected ones', () => {
+    const late = verdictComment({ verdict: 'REFUTED', findings: 1, review: 'rvw_late', at: '2024-05-02T00:00:00.000Z' });
+    const early = verdictComment({ verdict: 'CONFIRMED', review: 'rvw_early', at: '2024-05-01T00:00:00.500Z' });
     const status = comment(composeMarkedBody('status', [{ kind: 'automerge-status', change: CHANGE, head: HEAD, intent: 'automerge' }], SECRET));
     const foreign = { ...verdictComment(), author: 'mallory' };
     const result = collectVerdicts([late, status, foreign, early], OPTIONS);
     expect(result.verdicts.map((v) => v.fields.verdict)).toEqual(['CONFIRMED', 'REFUTED']);
     expect(result.rejected.map((r) => r.reason)).toEqual(['not-self']);
+  });
+});
+
+describe('collectVerdicts: replayed markers', () => {
+  const T1 = '2024-05-01T10:00:00.000Z';
+  const T2 = '2024-05-01T11:00:00.000Z';
+  const T3 = '2024-05-01T12:00:00.000Z';
+  const c1 = verdictComment({ verdict: 'CONFIRMED', review: 'rvw_1', at: T1 }, { id: 'c1', createdAt: T1, updatedAt: T1 });
+  const c2 = verdictComment({ verdict: 'REFUTED', findings: 2, review: 'rvw_2', at: T2 }, { id: 'c2', createdAt: T2, updatedAt: T2 });
+
+  it('a proofgate comment edited to an earlier verdict body does not override a later verdict', () => {
+    // c3: proofgate's own status comment, created after c1, later edited to c1's exact body.
+    const c3 = comment(c1.body, { id: 'c3', createdAt: '2024-05-01T10:30:00Z', updatedAt: T3 });
+    const { verdicts, rejected } = collectVerdicts([c1, c2, c3], OPTIONS);
+    expect(verdicts.map((v) => [v.commentId, v.fields.verdict])).toEqual([
+      ['c1', 'CONFIRMED'],
+      ['c2', 'REFUTED'],
+    ]);
+    expect(rejected.map((r) => [r.commentId, r.reason])).toEqual([['c3', 'replayed']]);
+    expect(rejected[0]?.detail).toMatch(/review rvw_1 already counted from comment c1/);
+  });
+
+  it('the copy is rejected even when its comment is older, and order still follows the signed time', () => {
+    // The status comment existed before the review comment and was edited to carry the verdict.
+    const c0 = comment(c1.body, { id: 'c0', createdAt: '2024-05-01T09:00:00Z', updatedAt: T3 });
+    const { verdicts, rejected } = collectVerdicts([c0, c1, c2], OPTIONS);
+    expect(verdicts.map((v) => [v.commentId, v.fields.verdict])).toEqual([
+      ['c0', 'CONFIRMED'],
+      ['c2', 'REFUTED'],
+    ]);
+    expect(rejected.map((r) => [r.commentId, r.reason])).toEqual([['c1', 'replayed']]);
+  });
+
+  it('comment timestamps cannot reorder verdicts: a later edit of the older verdict comment changes nothing', () => {
+    const touched = { ...c1, updatedAt: T3 };
+    expect(collectVerdicts([touched, c2], OPTIONS).verdicts.map((v) => v.fields.verdict)).toEqual(['CONFIRMED', 'REFUTED']);
+  });
+
+  it('the same marker twice in one comment counts once', () => {
+    const line = c1.body.slice(c1.body.indexOf('<!--')).trim();
+    const doubled = comment(`${c1.body.trim()}\n${line}\n`, { id: 'c9' });
+    const { verdicts, rejected } = collectVerdicts([doubled], OPTIONS);
+    expect(verdicts).toHaveLength(1);
+    expect(rejected.map((r) => [r.reason, r.index])).toEqual([['replayed', 1]]);
+  });
+
+  it('a second, differently signed verdict for a review id already seen is a replay', () => {
+    const again = verdictComment({ verdict: 'CONFIRMED', review: 'rvw_2', at: T3 }, { id: 'c4', createdAt: T3, updatedAt: T3 });
+    const { verdicts, rejected } = collectVerdicts([c2, again], OPTIONS);
+    expect(verdicts.map((v) => v.commentId)).toEqual(['c2']);
+    expect(rejected.map((r) => [r.commentId, r.reason])).toEqual([['c4', 'replayed']]);
   });
 });
 

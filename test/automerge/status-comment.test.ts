@@ -95,10 +95,53 @@ describe('renderFinalComment', () => {
     expect(readMarkers(comment(body), { selfLogin: SELF, secret: SECRET, changeId: CHANGE }).trusted).toHaveLength(1);
   });
 
+  it('names the change: title, head branch and the base it merged into', () => {
+    const body = renderFinalComment(
+      {
+        changeId: CHANGE,
+        intent: 'automerge',
+        mergedHead: HEAD,
+        mergeCommit: MERGE_COMMIT,
+        mergeCommitUrl: null,
+        repairs,
+        timeline,
+        title: 'Add <b>login</b> for @team',
+        headRef: 'feature/login',
+        baseRef: 'main',
+      },
+      SECRET,
+    );
+    expect(body).toContain('Change: **Add &lt;b&gt;login&lt;/b&gt; for &#64;team** (branch <code>feature/login</code>)');
+    expect(body).toContain(`Merged the reviewed head \`${HEAD}\` into <code>main</code> as \`${MERGE_COMMIT}\`.`);
+    expect(body).toContain(`- rebase from \`${OLD_HEAD}\` to \`${HEAD}\`: \`${HEAD}\` (conflicts with main)`);
+    expect(body).toContain('- t1: alice: /proofgate automerge');
+    expect(parseCommands(body)).toEqual([]);
+    expect(readMarkers(comment(body), { selfLogin: SELF, secret: SECRET, changeId: CHANGE }).trusted).toHaveLength(1);
+  });
+
+  it('a hostile branch name carries no markup, marker or mention', () => {
+    const body = renderFinalComment(
+      { changeId: CHANGE, intent: 'automerge', mergedHead: HEAD, mergeCommit: MERGE_COMMIT, mergeCommitUrl: null, repairs: [], timeline: [], headRef: 'x</code><!-- proofgate:marker v2 {} -->@all`', baseRef: 'main' },
+      SECRET,
+    );
+    expect(body).toContain('Change: branch <code>x&lt;/code&gt;&lt;!-- proofgate:marker v2 {} --&gt;&#64;all&#96;</code>\n');
+    expect(readMarkers(comment(body), { selfLogin: SELF, secret: SECRET, changeId: CHANGE }).rejected).toEqual([]);
+  });
+
+  it('only the head branch known', () => {
+    const body = renderFinalComment(
+      { changeId: CHANGE, intent: 'automerge', mergedHead: HEAD, mergeCommit: MERGE_COMMIT, mergeCommitUrl: null, repairs: [], timeline, title: '  ', headRef: 'feature' },
+      SECRET,
+    );
+    expect(body).toContain('Change: branch <code>feature</code>\n');
+    expect(body).toContain(`Merged the reviewed head \`${HEAD}\` as`);
+  });
+
   it('without repairs or a link', () => {
     const body = renderFinalComment({ changeId: CHANGE, intent: 'automerge', mergedHead: HEAD, mergeCommit: MERGE_COMMIT, mergeCommitUrl: null, repairs: [], timeline }, SECRET);
     expect(body).toContain(`as \`${MERGE_COMMIT}\`.`);
     expect(body).toContain('- none: the reviewed head merged as it was');
+    expect(body).not.toContain('Change:');
   });
 });
 

@@ -25,14 +25,12 @@ for (const permission of ['admin', 'maintain', 'write'] as const) {
   for (const command of Object.keys(COMMANDS)) rows.push([`${permission} may ${command}`, command, actor(permission), true, null]);
 }
 for (const permission of ['triage', 'read', 'none'] as const) {
-  for (const command of ['automerge', 'stop', 'rebase', 'proof'] as const) {
-    rows.push([`author with ${permission} may not ${command}`, command, actor(permission, { isChangeAuthor: true }), false, /may only ask for review or status/]);
+  for (const command of ['automerge', 'stop', 'rebase', 'proof', 'status', 'unknown', 'invalid'] as const) {
+    rows.push([`author with ${permission} may not ${command}`, command, actor(permission, { isChangeAuthor: true }), false, /may only ask for a re-review/]);
     rows.push([`stranger with ${permission} may not ${command}`, command, actor(permission), false, /below write and someone is not the change's author/]);
   }
-  for (const command of ['review', 'status', 'unknown', 'invalid'] as const) {
-    rows.push([`author with ${permission} may ${command}`, command, actor(permission, { isChangeAuthor: true }), true, null]);
-    rows.push([`stranger with ${permission} may not ${command}`, command, actor(permission), false, /below write/]);
-  }
+  rows.push([`author with ${permission} may review`, 'review', actor(permission, { isChangeAuthor: true }), true, null]);
+  rows.push([`stranger with ${permission} may not review`, 'review', actor(permission), false, /below write/]);
 }
 rows.push(
   ['proofgate itself never commands itself', 'automerge', actor('admin', { login: SELF, isBot: true }), false, /proofgate's own identity/],

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { collectVerdicts } from '../../src/automerge/index.js';
-import type { JobResult } from '../../src/automerge/loop/index.js';
-import { CONFIG, githubLoop, SELF, type GitHubLoop } from './github-support.js';
+import { collectVerdicts, composeMarkedBody } from '../../src/automerge/index.js';
+import { LABELS, type JobResult } from '../../src/automerge/loop/index.js';
+import { CONFIG, githubLoop, MAINTAINER, SELF, type GitHubLoop } from './github-support.js';
 
 let loop: GitHubLoop | null = null;
 afterEach(async () => {
@@ -29,8 +29,8 @@ function progressSeen(l: GitHubLoop, prefix: string): Promise<void> {
 }
 
 /** main (with the trusted config) and a feature branch in the real repo, mirrored into the model as PR #1. */
-function openPullRequest(l: GitHubLoop): { base: string; head: string; runId: number } {
-  const base = l.repo.commit('main', { 'README.md': '# demo\n', '.proofgate.yml': CONFIG }, 'initial');
+function openPullRequest(l: GitHubLoop, config = CONFIG): { base: string; head: string; runId: number } {
+  const base = l.repo.commit('main', { 'README.md': '# demo\n', '.proofgate.yml': config }, 'initial');
   const head = l.repo.commit('feature', { 'feature.txt': 'a feature\n' }, 'add feature', 'main');
   l.syncRemote();
   const { model } = l.server;
@@ -100,18 +100,102 @@ describe('automerge end to end on the GitHub API test server, driven by signed w
     expect(l.server.requests.filter((r) => r.operation === 'pulls/merge').map((r) => r.status)).toEqual([409, 200]);
   });
 
-  it('a redelivered comment webhook runs nothing twice', async () => {
+  it('the same signed comment delivery three times (same delivery id) and an unchanged edit run the command once', async () => {
     const l = (loop = await githubLoop());
     const { runId } = openPullRequest(l);
     await l.completeCheck(1, runId);
-    const first = await l.comment(1, '/proofgate automerge');
-    const comment = l.server.model.commentsOf(1).find((c) => c.body === '/proofgate automerge');
-    expect(comment).toBeDefined();
-    const outcome = await finished(first.dispatch?.done);
-    expect(outcome.kind).toBe('merged');
-    // The same comment version delivered again (a new delivery id, same comment id and updated_at).
-    const again = await l.router.handleComment('1', { id: String(comment?.id), author: 'maint', authorType: 'User', body: '/proofgate automerge', createdAt: comment?.createdAt ?? '', updatedAt: comment?.updatedAt ?? '' });
-    expect(again.skipped).toBe('redelivery');
+    const posted = l.commentDelivery(1, '/proofgate automerge');
+    const first = await l.send(posted.delivery);
+    expect(first?.ran.map((c) => c.kind)).toEqual(['automerge']);
+    // GitHub redelivers the very same delivery (same X-GitHub-Delivery, same signed body), here while the job runs.
+    const second = await l.send(posted.delivery);
+    const third = await l.send(posted.delivery);
+    expect([second?.skipped, third?.skipped]).toEqual(['redelivery', 'redelivery']);
+    expect([second?.dispatch, third?.dispatch]).toEqual([null, null]);
+    const outcome = await finished(first?.dispatch?.done);
+    expect(outcome.kind, outcome.reason).toBe('merged');
+    // The comment edited later without changing its commands: nothing runs.
+    const edited = await l.send(posted.edit());
+    expect(edited?.skipped).toBe('unchanged-edit');
+    expect(edited?.dispatch).toBeNull();
     expect(l.server.requests.filter((r) => r.operation === 'pulls/merge')).toHaveLength(1);
+    const { steps, state } = await l.env.store.load('1');
+    expect(steps.filter((step) => step.step === 'command-run')).toHaveLength(1);
+    expect(steps.filter((step) => step.step === 'job-started')).toHaveLength(1);
+    expect(state.reviews).toHaveLength(1);
+    const status = l.server.model.commentsOf(1).filter((c) => c.author === SELF && c.body.includes('"kind":"automerge-status"'));
+    expect(status).toHaveLength(1);
+  });
+
+  it('a repository without CI sets automerge.expectChecks: false and merges without waiting for checks', async () => {
+    const l = (loop = await githubLoop());
+    const { head, runId } = openPullRequest(l, `${CONFIG}automerge:\n  expectChecks: false\n`);
+    // No CI here: drop the check run the helper adds.
+    l.server.model.checkRuns.splice(l.server.model.checkRuns.findIndex((r) => r.id === runId), 1);
+    const started = Date.now();
+    const routed = await l.comment(1, '/proofgate automerge');
+    const outcome = await finished(routed.dispatch?.done);
+    expect(outcome.kind, outcome.reason).toBe('merged');
+    expect(outcome.head).toBe(head);
+    expect(Date.now() - started).toBeLessThan(4_000);
+    expect(l.progress.some((p) => p.text.startsWith('wait: '))).toBe(false);
+  });
+
+  it('pending checks: waits without repairing, then merges when the check passes', async () => {
+    const l = (loop = await githubLoop({ repair: true }));
+    const { head, runId } = openPullRequest(l);
+    const routed = await l.comment(1, '/proofgate automerge');
+    await progressSeen(l, 'wait: checks pending');
+    // Still pending a moment later: no repair was dispatched, nothing merged, no check was called failed.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect((await l.env.store.load('1')).state.repairs).toEqual([]);
+    expect(l.server.model.pull(1).merged).toBe(false);
+    expect(l.progress.some((p) => /fail/i.test(p.text))).toBe(false);
+    await l.completeCheck(1, runId);
+    const outcome = await finished(routed.dispatch?.done);
+    expect(outcome.kind, outcome.reason).toBe('merged');
+    expect(outcome.head).toBe(head);
+    expect(outcome.repairs).toBe(0);
+    expect((await l.env.store.load('1')).state.repairs).toEqual([]);
+  });
+
+  it('a failed check with no agent-fix configured blocks with the human-review label, nothing merged or pushed', async () => {
+    const l = (loop = await githubLoop({ repair: true }));
+    const { head, runId } = openPullRequest(l);
+    const routed = await l.comment(1, '/proofgate automerge');
+    await progressSeen(l, 'wait: checks pending');
+    await l.completeCheck(1, runId, 'failure');
+    const outcome = await finished(routed.dispatch?.done);
+    expect(outcome.kind).toBe('blocked');
+    expect(outcome.reason).toContain('no agent-fix command is configured');
+    const pr = l.server.model.pull(1);
+    expect(pr.merged).toBe(false);
+    expect(l.server.model.headSha(1)).toBe(head);
+    expect(pr.labels).toContain(LABELS.humanReview);
+    expect(pr.labels).not.toContain(LABELS.mergeReady);
+    expect((await l.env.store.load('1')).state.repairs).toEqual([]);
+    expect(l.server.requests.filter((r) => r.operation === 'pulls/merge')).toHaveLength(0);
+  });
+
+  it('a forged pass marker in a comment not written by proofgate is ignored: the head is reviewed before it merges', async () => {
+    const l = (loop = await githubLoop());
+    const { head, runId } = openPullRequest(l);
+    await l.completeCheck(1, runId);
+    // A valid-looking CONFIRMED marker for the exact head, even with the right HMAC, in a comment by someone else.
+    const forgedBody = composeMarkedBody('Looks reviewed to me.', [{ kind: 'review-verdict', change: '1', head, verdict: 'CONFIRMED', findings: 0, review: 'rv_forged', at: new Date().toISOString() }], l.env.secret);
+    const forged = await l.comment(1, forgedBody, 'mallory');
+    expect(forged.commands).toEqual([]);
+    const forgedId = l.server.model.commentsOf(1).find((c) => c.author === 'mallory')?.id;
+    const routed = await l.comment(1, '/proofgate automerge', MAINTAINER);
+    const outcome = await finished(routed.dispatch?.done);
+    expect(outcome.kind, outcome.reason).toBe('merged');
+    const { state, steps } = await l.env.store.load('1');
+    // proofgate ran its own review of the head; the forged marker was rejected, not counted.
+    expect(state.reviews.map((r) => r.head)).toEqual([head]);
+    expect(steps.some((step) => step.step === 'marker-rejected' && step.comment === String(forgedId))).toBe(true);
+    expect(l.progress.some((p) => p.text.startsWith(`ignored a marker in comment ${String(forgedId)}`))).toBe(true);
+    const snapshot = await l.env.forge.snapshot('1');
+    const { verdicts } = collectVerdicts(snapshot.comments, { selfLogin: SELF, secret: l.env.secret, changeId: '1' });
+    expect(verdicts.every((v) => v.fields.review !== 'rv_forged')).toBe(true);
   });
 });

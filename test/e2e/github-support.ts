@@ -26,7 +26,7 @@ import {
 } from '../../src/automerge/loop/index.js';
 import { defaultStoragePolicy } from '../../src/storage/policy.js';
 import { createLocalRunStorage } from '../../src/storage/sqlite/index.js';
-import { fixture, signDelivery, startGitHubServer, type GitHubTestServer } from '../support/github-server/index.js';
+import { fixture, signDelivery, startGitHubServer, type GitHubTestServer, type SignedDelivery } from '../support/github-server/index.js';
 import { makeTempRepo, type TempRepo } from '../forge/git-fixture.js';
 
 export const SELF = 'proofgate-bot';
@@ -57,6 +57,14 @@ export interface GitHubLoop {
   followPushes(pr: number, branch: string): string[];
   /** Deliver a signed `issue_comment.created` webhook for a new comment by `author`. */
   comment(pr: number, body: string, author?: string): Promise<RouteResult>;
+  /**
+   * Add a comment to the model and sign (not send) its `issue_comment`
+   * delivery; `edit` makes it an `edited` delivery of that comment at a later
+   * updated_at (the body is left as it was unless `edit.body` is given).
+   */
+  commentDelivery(pr: number, body: string, author?: string): { commentId: number; delivery: SignedDelivery; edit(edit?: { body?: string }): SignedDelivery };
+  /** Send a signed delivery (as often as a test likes: GitHub redelivers with the same delivery id). */
+  send(delivery: SignedDelivery): Promise<RouteResult | null>;
   /** Complete a check run in the model and deliver its signed `check_run.completed` webhook. */
   completeCheck(pr: number, runId: number, conclusion?: string): Promise<void>;
   cleanup(): Promise<void>;
@@ -113,11 +121,39 @@ export async function githubLoop(options: { onProgress?: (progress: LoopProgress
   const repository = fixture('issue_comment', 'created.payload.json').repository as Record<string, unknown>;
   const repoPayload = { ...repository, name: model.repo, full_name: `${model.owner}/${model.repo}`, owner: { ...(repository.owner as object), login: model.owner } };
 
-  async function deliver(eventName: string, payload: Record<string, unknown>): Promise<RouteResult | null> {
-    const signed = signDelivery(eventName, { ...payload, repository: repoPayload }, WEBHOOK_SECRET);
+  async function send(signed: SignedDelivery): Promise<RouteResult | null> {
     const event = await parseWebhookDelivery({ headers: signed.headers, body: signed.body, secret: WEBHOOK_SECRET });
     if (event.kind === 'ignored') throw new Error(`delivery ignored: ${event.reason}`);
     return router.handleEvent(event);
+  }
+
+  function sign(eventName: string, payload: Record<string, unknown>): SignedDelivery {
+    return signDelivery(eventName, { ...payload, repository: repoPayload }, WEBHOOK_SECRET);
+  }
+
+  function deliver(eventName: string, payload: Record<string, unknown>): Promise<RouteResult | null> {
+    return send(sign(eventName, payload));
+  }
+
+  function commentDelivery(pr: number, body: string, author = MAINTAINER) {
+    const created = model.addComment(pr, author, body);
+    const base = fixture('issue_comment', 'created.payload.json');
+    const issue = { ...(base.issue as object), number: pr, pull_request: { url: `${server.url}/repos/${model.owner}/${model.repo}/pulls/${pr}` } };
+    const payload = (action: string, text: string) => ({
+      ...base,
+      action,
+      issue,
+      comment: { ...(base.comment as object), id: created.id, body: text, user: { login: author, id: 7, type: 'User' }, created_at: created.createdAt, updated_at: created.updatedAt },
+    });
+    return {
+      commentId: created.id,
+      delivery: sign('issue_comment', payload('created', body)),
+      edit(edit: { body?: string } = {}) {
+        created.updatedAt = model.now();
+        if (edit.body !== undefined) created.body = edit.body;
+        return sign('issue_comment', { ...payload('edited', created.body), changes: { body: { from: body } } });
+      },
+    };
   }
 
   const watchers: NodeJS.Timeout[] = [];
@@ -164,14 +200,12 @@ export async function githubLoop(options: { onProgress?: (progress: LoopProgress
       execFileSync('git', ['clone', '-q', '--bare', repo.dir, remote]);
     },
     async comment(pr, body, author = MAINTAINER) {
-      const created = model.addComment(pr, author, body);
-      const base = fixture('issue_comment', 'created.payload.json');
-      const issue = { ...(base.issue as object), number: pr, pull_request: { url: `${server.url}/repos/${model.owner}/${model.repo}/pulls/${pr}` } };
-      const comment = { ...(base.comment as object), id: created.id, body, user: { login: author, id: 7, type: 'User' }, created_at: created.createdAt, updated_at: created.updatedAt };
-      const routed = await deliver('issue_comment', { ...base, action: 'created', issue, comment });
+      const routed = await send(commentDelivery(pr, body, author).delivery);
       if (routed === null) throw new Error('no route result');
       return routed;
     },
+    commentDelivery,
+    send,
     async completeCheck(pr, runId, conclusion = 'success') {
       const run = model.checkRuns.find((r) => r.id === runId);
       if (run === undefined) throw new Error(`no check run ${runId}`);

@@ -88,6 +88,35 @@ describe('local forge: checks run', () => {
     expect(repo.git(['worktree', 'list', '--porcelain']).split('\n').filter((line) => line.startsWith('worktree '))).toHaveLength(1);
   });
 
+  it('an aborted signal kills the running check and completes it and the checks not started as cancelled', async () => {
+    const marks = mkdtempSync(join(tmpdir(), 'proofgate-check-marks-'));
+    scratch.push(marks);
+    const run = `sleep 30 & echo $! > ${marks}/child.pid; wait`;
+    fixture = await localFixture(yamlChecks([{ name: 'slow', run }, { name: 'later', run: `touch ${marks}/later-ran` }]));
+    const { forge, repo } = fixture;
+    const change = await forge.openChange({ head: 'feature', base: 'main' });
+    const abort = new AbortController();
+    const started = Date.now();
+    const running = forge.runChecks(change.id, {
+      signal: abort.signal,
+      onProgress: (entry) => {
+        if (entry.phase === 'started' && entry.name === 'slow') setTimeout(() => abort.abort(), 300);
+      },
+    });
+    const { results } = await running;
+    expect(Date.now() - started).toBeLessThan(6000);
+    expect(results.map((result) => [result.name, result.conclusion])).toEqual([['slow', 'cancelled']]);
+    const pid = Number(readFileSync(join(marks, 'child.pid'), 'utf8'));
+    expect(isRunning(pid)).toBe(false);
+    expect(existsSync(join(marks, 'later-ran'))).toBe(false);
+    const snapshot = await forge.snapshot(change.id);
+    expect(snapshot.checks.map((check) => [check.name, check.status, check.conclusion])).toEqual([
+      ['slow', 'completed', 'cancelled'],
+      ['later', 'completed', 'cancelled'],
+    ]);
+    expect(repo.git(['worktree', 'list', '--porcelain']).split('\n').filter((line) => line.startsWith('worktree '))).toHaveLength(1);
+  });
+
   it('caps the output it keeps and marks it truncated', async () => {
     fixture = await localFixture(yamlChecks([{ name: 'noisy', run: 'yes proofgate | head -c 100000' }]), { outputCapBytes: 1000 });
     const { forge } = fixture;

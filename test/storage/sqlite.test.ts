@@ -107,6 +107,15 @@ describe('SQLite storage file handling', () => {
     }
   });
 
+  it('a directory path that is a file, or lies under a file, is one typed IO error naming the path', () => {
+    const file = join(tempDir(), 'regular');
+    writeFileSync(file, 'not a directory\n');
+    for (const [directory, why] of [[file, 'it is a file'], [join(file, 'sub'), 'a parent of it is a file']] as const) {
+      expect(() => open(directory)).toThrow(expect.objectContaining({ code: 'IO', message: `cannot use ${directory} as a data directory: ${why}, not a directory` }));
+    }
+    expect(readFileSync(file, 'utf8')).toBe('not a directory\n');
+  });
+
   it('records the schema version and the namespace policy inside the file', async () => {
     const directory = tempDir();
     const storage = open(directory, 'meta-ns');

@@ -82,8 +82,8 @@ export async function openLocalAutomerge(options: LocalAutomergeOptions): Promis
     identity: await identityOf(forge),
     clock,
     ...(options.waits === undefined ? {} : { waits: options.waits }),
-    startChecks: async (changeId) => {
-      await forge.runChecks(changeId);
+    startChecks: async (changeId, _headSha, signal) => {
+      await forge.runChecks(changeId, { signal });
     },
     checkLog: async (url) => {
       const { namespace, runId, digest } = parseOutputUrl(url);

@@ -15,8 +15,8 @@ import { collectVerdicts, type TrustedVerdict } from '../markers.js';
 import { renderStatusComment } from '../status-comment.js';
 import type { LoadedLedger } from './ledger-store.js';
 import { finishMerged, runMergeStep } from './merge-step.js';
-import { gateDecision, policyFromConfig, trustedConfig } from './policy.js';
-import { runRepairStep } from './repair-step.js';
+import { gateDecision, policyFromConfig, trustedConfig, withoutCancelledRuns } from './policy.js';
+import { headBehindBase, runRepairStep } from './repair-step.js';
 import { runReviewStep } from './review-step.js';
 import { StatusWriter } from './status.js';
 import type { AutomergeEnvironment } from './types.js';
@@ -78,6 +78,10 @@ export async function runAutomergeLoop(env: AutomergeEnvironment, changeId: stri
   const writer = options.writer ?? new StatusWriter(env.forge, env.secret, env.intent);
   const signal = options.signal;
   const checkRuns = new Map<string, Promise<void>>();
+  // Cancels the check runs this loop started (when it ends as stopped).
+  const cancelChecks = new AbortController();
+  const runningHeads = new Set<string>();
+  let ended: LoopOutcomeKind | null = null;
   const seenRejected = new Set<string>();
   const configs = new Map<string, RepoConfig>();
   let window: WaitWindow | null = null;
@@ -97,7 +101,9 @@ export async function runAutomergeLoop(env: AutomergeEnvironment, changeId: stri
 
   async function read(): Promise<Iteration> {
     env.signals.clear(changeId);
-    const snapshot = await env.forge.snapshot(changeId);
+    const current = await env.forge.snapshot(changeId);
+    // Checks this process runs itself: a run a stop cancelled is run again rather than read as a failure.
+    const snapshot = env.startChecks === undefined ? current : withoutCancelledRuns(current);
     writer.refresh(snapshot);
     // The trusted config is bound to the base sha: read it once per base.
     const config = configs.get(snapshot.base.sha) ?? (await trustedConfig(env.forge, snapshot));
@@ -141,21 +147,27 @@ export async function runAutomergeLoop(env: AutomergeEnvironment, changeId: stri
     if (env.startChecks === undefined || it.config.checks.length === 0 || it.snapshot.state !== 'open') return;
     if (checkRuns.has(head)) return;
     const rerun = options.rerunChecks?.has(head) === true;
-    if (!rerun && it.snapshot.checks.some((check) => check.headSha === head)) return;
+    // Run when a configured check has no run on this head (none yet, or its run was cancelled).
+    const onHead = it.snapshot.checks.filter((check) => check.headSha === head);
+    if (!rerun && it.config.checks.every((configured) => onHead.some((check) => check.name === configured.name))) return;
     options.rerunChecks?.delete(head);
     progress(`${rerun ? 'running again (the earlier run was interrupted)' : 'running'} ${it.config.checks.length} check(s) on ${head.slice(0, 12)}`);
     const startChecks = env.startChecks;
     // `checks-started` / `checks-finished` steps let a restarted job see a run that a crash cut short.
+    runningHeads.add(head);
     const run = env.store
       .step(changeId, 'checks-started', { head })
-      .then(() => startChecks(changeId, head))
+      .then(() => startChecks(changeId, head, cancelChecks.signal))
       .then(() => env.store.step(changeId, 'checks-finished', { head }))
       .catch(async (error: unknown) => {
         progress(`checks on ${head.slice(0, 12)} could not run: ${errorMessage(error)}`);
         await env.store.step(changeId, 'checks-failed-to-run', { head, reason: errorMessage(error) }).catch(() => undefined);
         await env.store.step(changeId, 'checks-finished', { head }).catch(() => undefined);
       })
-      .finally(() => env.signals.notify(changeId));
+      .finally(() => {
+        runningHeads.delete(head);
+        env.signals.notify(changeId);
+      });
     checkRuns.set(head, run);
   }
 
@@ -178,14 +190,22 @@ export async function runAutomergeLoop(env: AutomergeEnvironment, changeId: stri
     await writer.applyLabels(it.snapshot, decision.kind);
   }
 
+  const finish = (result: LoopOutcome): LoopOutcome => {
+    ended = result.kind;
+    return result;
+  };
+
   try {
     for (;;) {
       let it = await read();
       if (signal?.aborted === true) return outcome('interrupted', 'stopped by the caller', it);
       if (await runManual(it)) it = await read();
       const policy = policyFromConfig(it.config, env.forge.kind);
-      const capabilities = { repair: env.repair !== null, agentFix: it.config.automerge?.agentFix !== undefined };
-      const decision = gateDecision(decideAutomerge(it.snapshot, it.state, policy, it.verdicts), it.state, capabilities);
+      const agentFix = it.config.automerge?.agentFix !== undefined;
+      const proposed = decideAutomerge(it.snapshot, it.state, policy, it.verdicts);
+      // Without an agent, failing checks can still be repaired by a rebase when the head is behind its base.
+      const headBehind = proposed.kind === 'repair' && proposed.repair === 'fix-checks' && !agentFix && env.repair !== null ? await headBehindBase(env, it.snapshot) : false;
+      const decision = gateDecision(proposed, it.state, { repair: env.repair !== null, agentFix, headBehindBase: headBehind });
       if (decision.kind !== 'stop' && decision.kind !== 'block') startChecks(it);
       await show(it, decision);
       if (decision.kind !== 'wait') window = null;
@@ -196,7 +216,7 @@ export async function runAutomergeLoop(env: AutomergeEnvironment, changeId: stri
             return outcome('merged', decision.reason, it, it.state.merged.head);
           }
           if (it.state.automerge !== null) await writer.applyLabels(it.snapshot, 'stop');
-          return outcome('stopped', decision.reason, it);
+          return finish(outcome('stopped', decision.reason, it));
         case 'block':
           return outcome('blocked', decision.reason, it);
         case 'review':
@@ -240,6 +260,11 @@ export async function runAutomergeLoop(env: AutomergeEnvironment, changeId: stri
     }
     throw error;
   } finally {
+    // A stopped change needs no check result: cut its runs short (they are recorded as cancelled).
+    if (ended === 'stopped' && runningHeads.size > 0) {
+      progress(`cancelling the checks running on ${[...runningHeads].map((head) => head.slice(0, 12)).join(', ')}`);
+      cancelChecks.abort();
+    }
     if (options.background === undefined) await Promise.allSettled([...checkRuns.values()]);
     else for (const run of checkRuns.values()) options.background(run);
   }

@@ -58,6 +58,9 @@ export async function finishMerged(
     {
       changeId: snapshot.id,
       intent: writer.intent,
+      title: snapshot.title,
+      headRef: snapshot.head.ref,
+      baseRef: snapshot.base.ref,
       mergedHead: merged.head,
       mergeCommit: merged.mergeCommit,
       mergeCommitUrl: mergeCommitUrl(snapshot.url, merged.mergeCommit),

@@ -6,7 +6,7 @@
  */
 import { emptyRepoConfig, parseRepoConfigYaml, type RepoConfig } from '../../contracts/repo-config.js';
 import type { ChangeSnapshot, Forge } from '../../forge/port.js';
-import { DEFAULT_IGNORED_CHECKS } from '../checks.js';
+import { DEFAULT_IGNORED_CHECKS, newestChecks } from '../checks.js';
 import { defaultAutomergePolicy, type AutomergeDecision, type AutomergePolicy } from '../decide.js';
 import type { AutomergeLedgerState } from '../ledger.js';
 
@@ -20,9 +20,18 @@ export async function trustedConfig(forge: Forge, snapshot: ChangeSnapshot): Pro
 }
 
 /**
+ * Whether "no check reported yet" on a head is a wait (pure). An explicit
+ * `automerge.expectChecks` decides; without it, checks are expected when the
+ * base's config lists checks, and on any forge that runs its own CI (GitHub),
+ * and not on a local forge without configured checks (nothing would run).
+ */
+export function expectsChecks(config: RepoConfig, forgeKind: Forge['kind']): boolean {
+  return config.automerge?.expectChecks ?? (config.checks.length > 0 || forgeKind !== 'local');
+}
+
+/**
  * The decision policy under a trusted config (pure). On the local forge the
- * configured checks are the CI: each must report, and a repository without
- * configured checks expects none.
+ * configured checks are the CI: each must report.
  */
 export function policyFromConfig(config: RepoConfig, forgeKind: Forge['kind']): AutomergePolicy {
   const automerge = config.automerge;
@@ -31,7 +40,8 @@ export function policyFromConfig(config: RepoConfig, forgeKind: Forge['kind']): 
     ...defaultAutomergePolicy,
     checks: {
       ignored: automerge?.ignoredChecks ?? DEFAULT_IGNORED_CHECKS,
-      ...(local ? { required: config.checks.map((check) => check.name), expectChecks: config.checks.length > 0 } : {}),
+      ...(local ? { required: config.checks.map((check) => check.name) } : {}),
+      expectChecks: expectsChecks(config, forgeKind),
     },
     requireUpToDate: config.requireUpToDate,
     maxRepairsPerChange: automerge?.maxRepairsPerChange ?? defaultAutomergePolicy.maxRepairsPerChange,
@@ -42,13 +52,20 @@ export function policyFromConfig(config: RepoConfig, forgeKind: Forge['kind']): 
 export interface Capabilities {
   /** A repair module is wired in. */
   readonly repair: boolean;
-  /** The trusted config names an agent-fix command (needed for fix-checks and fix-findings). */
+  /** The trusted config names an agent-fix command (needed for fix-findings, and for fix-checks unless a rebase can do it). */
   readonly agentFix: boolean;
+  /**
+   * The change's head does not contain its base's tip: a fix-checks repair
+   * without an agent can still rebase (the base may have fixed the checks).
+   */
+  readonly headBehindBase?: boolean;
 }
 
 /**
  * Check a decision against what can be done (pure). A repair nobody can
- * perform is a block that says why; so is a repair that already made no
+ * perform is a block that says why (fix-checks without an agent-fix command
+ * is performed only when the head is behind its base: the rebase alone may
+ * fix the checks); so is a repair that already made no
  * change from the same head (running it again would change nothing). A
  * review, repair or merge of a head that a repair already replaced (the
  * forge does not show the pushed head yet) is a wait.
@@ -63,7 +80,8 @@ export function gateDecision(decision: AutomergeDecision, ledger: AutomergeLedge
     }
   }
   if (decision.kind !== 'repair') return decision;
-  if (decision.repair !== 'rebase' && !capabilities.agentFix) {
+  const rebaseCanFix = decision.repair === 'fix-checks' && capabilities.headBehindBase === true;
+  if (decision.repair !== 'rebase' && !capabilities.agentFix && !rebaseCanFix) {
     return { kind: 'block', reason: `${decision.reason}; no agent-fix command is configured (automerge.agentFix), so a human must fix it` };
   }
   if (!capabilities.repair) return { kind: 'block', reason: `${decision.reason}; no repair worker is available` };
@@ -72,4 +90,17 @@ export function gateDecision(decision: AutomergeDecision, ledger: AutomergeLedge
     return { kind: 'block', reason: `${decision.reason}; repair ${futile.id} (${futile.repair}) from this head made no change` };
   }
   return decision;
+}
+
+/**
+ * The snapshot as a loop that runs the checks itself sees it (pure): a check
+ * of the head whose newest run was cancelled (a stop cut it short) has not
+ * reported, so the loop runs the checks again instead of blocking on it.
+ */
+export function withoutCancelledRuns(snapshot: ChangeSnapshot): ChangeSnapshot {
+  const key = (check: ChangeSnapshot['checks'][number]): string => `${check.workflow ?? ''}\u0000${check.name}`;
+  const onHead = snapshot.checks.filter((check) => check.headSha === snapshot.head.sha);
+  const cancelled = new Set(newestChecks(onHead).filter((check) => check.status === 'completed' && check.conclusion === 'cancelled').map(key));
+  if (cancelled.size === 0) return snapshot;
+  return { ...snapshot, checks: snapshot.checks.filter((check) => check.headSha !== snapshot.head.sha || !cancelled.has(key(check))) };
 }

@@ -46,6 +46,22 @@ function publisher(env: AutomergeEnvironment, snapshot: ChangeSnapshot, repairId
   };
 }
 
+/**
+ * Whether the change's head lacks its base's tip (a rebase would change it).
+ * A forge that says BEHIND is believed; otherwise git answers in the
+ * workspace; when neither can tell, false (no rebase-only repair is tried).
+ */
+export async function headBehindBase(env: AutomergeEnvironment, snapshot: ChangeSnapshot): Promise<boolean> {
+  if (snapshot.mergeStateStatus === 'BEHIND') return true;
+  try {
+    const repoDir = await env.workspace.prepare(snapshot);
+    await run('git', ['-C', repoDir, 'merge-base', '--is-ancestor', snapshot.base.sha, snapshot.head.sha]);
+    return false;
+  } catch (error) {
+    return (error as { code?: unknown }).code === 1;
+  }
+}
+
 export interface RepairRequest {
   readonly repair: RepairKind;
   readonly reason: string;

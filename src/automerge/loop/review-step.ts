@@ -103,6 +103,7 @@ export async function runReviewStep(env: AutomergeEnvironment, snapshot: ChangeS
     verdict: result.verdict,
     findings: result.verdict === 'REFUTED' ? result.findings.length : 0,
     review: reviewId,
+    at: env.store.now(),
   };
   const body = composeMarkedBody(renderVerdictText(snapshot, head, result), [fields], env.secret);
   const comment = await env.forge.createComment(changeId, body);

@@ -70,9 +70,10 @@ export interface AutomergeEnvironment {
   readonly waits?: Partial<WaitSettings>;
   /**
    * Start the configured checks of a head that has none yet (the local forge
-   * has no CI of its own). Resolves when they finished.
+   * has no CI of its own). Resolves when they finished; an aborted `signal`
+   * cancels them (the loop aborts the checks it started when it stops).
    */
-  readonly startChecks?: (changeId: string, headSha: string) => Promise<void>;
+  readonly startChecks?: (changeId: string, headSha: string, signal: AbortSignal) => Promise<void>;
   /** Reads a check's output for a repair (the local forge keeps it as an artifact). */
   readonly checkLog?: (url: string) => Promise<string | null>;
   readonly onProgress?: (progress: LoopProgress) => void;

@@ -1,8 +1,9 @@
 import type { Command } from 'commander';
-import { openLocalAutomerge, type LoopOutcome, type LoopProgress } from '../../automerge/loop/index.js';
+import { openLocalAutomerge, type Dispatch, type LocalAutomerge, type LoopOutcome, type LoopProgress } from '../../automerge/loop/index.js';
 import { parseCommands } from '../../automerge/commands.js';
+import { collectVerdicts } from '../../automerge/markers.js';
 import { GitRepository, defaultLocalDataDir, openLocalForge, type LocalForge } from '../../forge/local/index.js';
-import type { ForgeComment } from '../../forge/port.js';
+import type { ChangeSnapshot, ForgeComment } from '../../forge/port.js';
 import { ProofgateError } from '../../core/index.js';
 import { resolveDataDir } from '../data-dir.js';
 import { emit, setExitStatus, usageError } from '../io.js';
@@ -45,27 +46,58 @@ export function outcomeJson(outcome: LoopOutcome) {
   };
 }
 
+/** What routing a posted comment did: nothing to run, a job that ran to an outcome, or a job another process holds. */
+export type RoutedComment =
+  | { readonly kind: 'none' }
+  | { readonly kind: 'ran'; readonly outcome: LoopOutcome }
+  | { readonly kind: 'held-elsewhere'; readonly holder: string; readonly until: string };
+
 /**
  * Route a comment just posted on the local forge through the automerge router
  * (`proofgate change comment ID "/proofgate automerge"`): refused commands are
- * reported, and a started job runs to its end with progress on stderr.
+ * reported, and a started job runs to its end with progress on stderr; the
+ * caller reports the outcome as `proofgate automerge ID` does.
  */
-export async function routeLocalComment(forge: LocalForge, dataDir: string, changeId: string, comment: ForgeComment): Promise<LoopOutcome | null> {
-  if (parseCommands(comment.body).length === 0) return null;
+export async function routeLocalComment(forge: LocalForge, dataDir: string, changeId: string, comment: ForgeComment): Promise<RoutedComment> {
+  if (parseCommands(comment.body).length === 0) return { kind: 'none' };
   const automerge = await openLocalAutomerge({ forge, dataDir, onProgress: (progress) => process.stderr.write(`${progressLine(progress)}\n`) });
   try {
     const routed = await automerge.router.handleComment(changeId, comment);
-    if (routed.dispatch === null) return null;
+    if (routed.dispatch === null) return { kind: 'none' };
     const result = await routed.dispatch.done;
     if (result.kind !== 'ran') {
       process.stderr.write(`proofgate: change ${changeId} is being automerged by ${result.holder.owner}; it will see this command\n`);
-      return null;
+      return { kind: 'held-elsewhere', holder: result.holder.owner, until: result.holder.until };
     }
-    process.stderr.write(`${renderOutcome(result.outcome)}\n`);
-    return result.outcome;
+    return { kind: 'ran', outcome: result.outcome };
   } finally {
     await automerge.close();
   }
+}
+
+/** A merge proofgate attempted that the forge shows but the ledger does not have yet (a run killed mid-merge). */
+async function mergeToRecord(automerge: LocalAutomerge, changeId: string): Promise<boolean> {
+  const { state, steps } = await automerge.env.store.load(changeId);
+  return state.merged === null && steps.some((step) => step.step === 'merge-attempt');
+}
+
+/** The outcome of a change that merged before this command ran (nothing is posted). */
+async function alreadyMerged(automerge: LocalAutomerge, snapshot: ChangeSnapshot): Promise<LoopOutcome> {
+  const { env } = automerge;
+  const { state } = await env.store.load(snapshot.id);
+  const head = state.merged?.head ?? snapshot.head.sha;
+  const { verdicts } = collectVerdicts(snapshot.comments, { selfLogin: env.forge.selfLogin, secret: env.secret, changeId: snapshot.id });
+  const forHead = verdicts.filter((v) => v.fields.head === head);
+  return {
+    kind: 'merged',
+    changeId: snapshot.id,
+    reason: 'the change was already merged; nothing was done',
+    head,
+    mergeCommit: snapshot.mergeCommitSha ?? state.merged?.mergeCommit ?? null,
+    verdict: forHead[forHead.length - 1]?.fields.verdict ?? null,
+    repairs: state.repairs.filter((r) => r.status === 'pushed').length,
+    state,
+  };
 }
 
 export function registerAutomergeCommands(program: Command): void {
@@ -76,7 +108,10 @@ export function registerAutomergeCommands(program: Command): void {
     .option('--repo <dir>', 'the git repository (default: the repository of the current directory)')
     .option('--data <dir>', 'state directory (default: $PROOFGATE_DATA_DIR, else .git/proofgate/ of the repository)')
     .option('--json', 'print the outcome as JSON')
-    .addHelpText('after', '\nExit status: 0 merged, 1 error, 2 usage, 3 blocked (a human must look), 4 still waiting when the wait window ended, 5 stopped.')
+    .addHelpText(
+      'after',
+      '\nExit status: 0 merged (also a change merged before: reported, nothing posted), 1 error (also a change closed without merging), 2 usage, 3 blocked (a human must look), 4 still waiting when the wait window ended, 5 stopped.',
+    )
     .action(async (id: string, flags: AutomergeFlags) => {
       if (!/^[1-9][0-9]*$/.test(id)) throw usageError(`change id must be a positive number, got "${id}"`);
       const repo = await GitRepository.open(flags.repo ?? process.cwd());
@@ -84,6 +119,10 @@ export function registerAutomergeCommands(program: Command): void {
       const opened = await openLocalForge({ repoDir: repo.root, dataDir });
       try {
         await opened.forge.store.requireChange(id);
+        const current = await opened.forge.snapshot(id);
+        if (current.state === 'closed') {
+          throw new ProofgateError('NOT_MERGEABLE', `change ${id} is closed without merging; nothing to automerge (nothing was posted)`);
+        }
         const automerge = await openLocalAutomerge({
           forge: opened.forge,
           dataDir,
@@ -92,9 +131,21 @@ export function registerAutomergeCommands(program: Command): void {
         const interrupt = (): void => void automerge.jobs.close();
         process.once('SIGINT', interrupt);
         try {
-          const comment = await opened.forge.commentAs(id, '/proofgate automerge', await opened.forge.localIdentity());
-          const routed = await automerge.router.handleComment(id, comment, { operator: true });
-          const dispatch = routed.dispatch ?? automerge.jobs.dispatch(id);
+          if (current.state === 'merged' && !(await mergeToRecord(automerge, id))) {
+            const outcome = await alreadyMerged(automerge, current);
+            await emit(Boolean(flags.json), outcomeJson(outcome), () => renderOutcome(outcome));
+            setExitStatus(AUTOMERGE_EXIT.merged);
+            return;
+          }
+          let dispatch: Dispatch;
+          if (current.state === 'merged') {
+            // proofgate's own merge landed but a killed run did not record it: the job records it and writes the final comment.
+            dispatch = automerge.jobs.dispatch(id);
+          } else {
+            const comment = await opened.forge.commentAs(id, '/proofgate automerge', await opened.forge.localIdentity());
+            const routed = await automerge.router.handleComment(id, comment, { operator: true });
+            dispatch = routed.dispatch ?? automerge.jobs.dispatch(id);
+          }
           const result = await dispatch.done;
           if (result.kind !== 'ran') {
             throw new ProofgateError('INVALID_INPUT', `change ${id} is already being automerged by ${result.holder.owner} (lease until ${result.holder.until})`);

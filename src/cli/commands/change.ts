@@ -2,8 +2,8 @@ import type { Command } from 'commander';
 import type { ChangeSnapshot, ForgeComment } from '../../forge/port.js';
 import { GitRepository, defaultLocalDataDir, openLocalForge, type ChangeRecord, type LocalForge } from '../../forge/local/index.js';
 import { resolveDataDir } from '../data-dir.js';
-import { routeLocalComment } from './automerge.js';
-import { emit, usageError } from '../io.js';
+import { AUTOMERGE_EXIT, outcomeJson, renderOutcome, routeLocalComment, type RoutedComment } from './automerge.js';
+import { emit, setExitStatus, usageError } from '../io.js';
 
 /** `--repo` / `--data`, shared by every local-forge command. */
 export interface LocalForgeFlags {
@@ -126,15 +126,24 @@ export function registerChangeCommands(program: Command): void {
       .argument('<id>', 'change id')
       .argument('<text>', 'the comment body')
       .option('--as <login>', 'author login (default: the local git identity, user.name)')
-      .option('--json', 'print the comment as JSON'),
+      .option('--json', 'print the comment as JSON (with the automerge outcome when the comment ran a job)')
+      .addHelpText(
+        'after',
+        '\nA comment holding proofgate commands is routed like a forge comment. When it starts or joins an automerge job, the job runs to its end here (progress on stderr) and the outcome is reported as `proofgate automerge ID` does: the outcome line after the comment line, --json prints the outcome object with a "comment" field, and the exit status is 0 merged, 3 blocked, 4 still waiting, 5 stopped. Otherwise: exit 0.',
+      ),
   ).action(async (id: string, text: string, flags: LocalForgeFlags & { as?: string }) => {
     nonEmpty(text, 'the comment text');
-    const comment = await withLocalForge(flags, async (forge) => {
+    const { comment, routed } = await withLocalForge(flags, async (forge): Promise<{ comment: ForgeComment; routed: RoutedComment }> => {
       const posted = await forge.commentAs(id, text, flags.as ?? (await forge.localIdentity()));
-      await routeLocalComment(forge, resolveDataDir(flags.data, defaultLocalDataDir(forge.repo)), id, posted);
-      return posted;
+      return { comment: posted, routed: await routeLocalComment(forge, resolveDataDir(flags.data, defaultLocalDataDir(forge.repo)), id, posted) };
     });
-    await emit(Boolean(flags.json), comment, () => renderComment(id, comment));
+    if (routed.kind !== 'ran') {
+      await emit(Boolean(flags.json), comment, () => renderComment(id, comment));
+      return;
+    }
+    const { outcome } = routed;
+    await emit(Boolean(flags.json), { ...outcomeJson(outcome), comment }, () => `${renderComment(id, comment)}\n${renderOutcome(outcome)}`);
+    setExitStatus(AUTOMERGE_EXIT[outcome.kind]);
   });
 
   addLocalForgeOptions(

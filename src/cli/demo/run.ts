@@ -6,7 +6,7 @@
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { newId } from '../../core/index.js';
+import { ProofgateError, errorMessage, newId } from '../../core/index.js';
 import { openLocalAutomerge, type LoopOutcome, type LoopProgress } from '../../automerge/loop/index.js';
 import { openLocalForge } from '../../forge/local/index.js';
 import { createDemoRepository, DEMO_CHANGES, DEMO_CONTRIBUTOR, DEMO_MAINTAINER, type DemoChange } from './repository.js';
@@ -39,12 +39,24 @@ export interface DemoOptions {
   readonly onProgress?: (line: string) => void;
 }
 
+/** Create the run's state directory under `dataRoot`; a path that cannot hold one is one typed IO error. */
+async function makeDataDir(dataRoot: string): Promise<string> {
+  const dataDir = join(dataRoot, 'demo', newId('run'));
+  try {
+    await mkdir(dataDir, { recursive: true });
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    const why = code === 'EEXIST' || code === 'ENOTDIR' ? 'it (or a path inside it) is a file, not a directory' : code === 'EACCES' || code === 'EPERM' ? 'permission denied' : errorMessage(error);
+    throw new ProofgateError('IO', `cannot keep the demo's state in ${dataRoot}: ${why}`, { dataRoot });
+  }
+  return dataDir;
+}
+
 export async function runDemo(options: DemoOptions): Promise<DemoResult> {
   const started = Date.now();
   const say = (line: string): void => options.onProgress?.(line);
+  const dataDir = await makeDataDir(options.dataRoot);
   const repoDir = await mkdtemp(join(tmpdir(), 'proofgate-demo-'));
-  const dataDir = join(options.dataRoot, 'demo', newId('run'));
-  await mkdir(dataDir, { recursive: true });
   try {
     say(`creating the demo repository in ${repoDir}`);
     await createDemoRepository(repoDir);

@@ -15,12 +15,14 @@ export interface CheckProcessRequest {
   readonly timeoutMs: number;
   readonly outputCapBytes: number;
   readonly env?: Readonly<Record<string, string>>;
-  /** Time between SIGTERM and SIGKILL on timeout (default 2000 ms). */
+  /** Time between SIGTERM and SIGKILL on timeout or abort (default 2000 ms). */
   readonly killGraceMs?: number;
+  /** Aborting kills the check's process group (the result says `aborted`). */
+  readonly signal?: AbortSignal;
 }
 
 /** How a check ended; `output` is stdout and stderr interleaved, within the cap. */
-export type CheckProcessResult = Pick<ProcessResult, 'exitCode' | 'signal' | 'timedOut' | 'startError' | 'output' | 'truncated' | 'durationMs'>;
+export type CheckProcessResult = Pick<ProcessResult, 'exitCode' | 'signal' | 'timedOut' | 'startError' | 'output' | 'truncated' | 'durationMs'> & { readonly aborted?: boolean };
 
 export async function runCheckProcess(request: CheckProcessRequest): Promise<CheckProcessResult> {
   const result = await runProcess({
@@ -30,7 +32,8 @@ export async function runCheckProcess(request: CheckProcessRequest): Promise<Che
     timeoutMs: request.timeoutMs,
     output: { maxBytes: request.outputCapBytes, keep: 'head' },
     killGraceMs: request.killGraceMs,
+    signal: request.signal,
   });
-  const { exitCode, signal, timedOut, startError, output, truncated, durationMs } = result;
-  return { exitCode, signal, timedOut, startError, output, truncated, durationMs };
+  const { exitCode, signal, timedOut, aborted, startError, output, truncated, durationMs } = result;
+  return { exitCode, signal, timedOut, aborted, startError, output, truncated, durationMs };
 }

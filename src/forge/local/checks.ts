@@ -42,15 +42,19 @@ export interface RunChecksRequest {
   readonly headSha: string;
   readonly config: RepoConfig;
   readonly onProgress?: (progress: CheckProgress) => void;
+  /** Cancels the run: the running check's process group is killed, it and the checks not started yet complete as `cancelled`. */
+  readonly signal?: AbortSignal;
 }
 
 function conclusionOf(result: CheckProcessResult): CheckConclusion {
+  if (result.aborted === true) return 'cancelled';
   if (result.timedOut) return 'timed_out';
   if (result.startError !== null) return 'startup_failure';
   return result.exitCode === 0 ? 'success' : 'failure';
 }
 
 function describeEnd(result: CheckProcessResult, check: RepoCheck): string {
+  if (result.aborted === true) return '\n[proofgate] cancelled; process group killed\n';
   if (result.timedOut) return `\n[proofgate] timed out after ${check.timeoutSeconds}s; process group killed\n`;
   if (result.startError !== null) return `\n[proofgate] could not start: ${result.startError}\n`;
   if (result.truncated) return '\n[proofgate] output truncated at the cap\n';
@@ -58,7 +62,7 @@ function describeEnd(result: CheckProcessResult, check: RepoCheck): string {
 }
 
 /** Run `command` in a disposable detached worktree of `sha`; the worktree is removed in every case. */
-async function runInWorktree(context: RunChecksContext, check: RepoCheck, sha: string): Promise<CheckProcessResult> {
+async function runInWorktree(context: RunChecksContext, check: RepoCheck, sha: string, signal: AbortSignal | undefined): Promise<CheckProcessResult> {
   const dir = await mkdtemp(join(tmpdir(), 'proofgate-check-'));
   try {
     try {
@@ -73,6 +77,7 @@ async function runInWorktree(context: RunChecksContext, check: RepoCheck, sha: s
       timeoutMs: check.timeoutSeconds * 1000,
       outputCapBytes: context.outputCapBytes,
       env: { CI: 'true', PROOFGATE_CHECK_NAME: check.name, PROOFGATE_HEAD_SHA: sha },
+      ...(signal === undefined ? {} : { signal }),
     });
   } finally {
     await context.repo.removeWorktree(dir);
@@ -100,7 +105,7 @@ async function runOneCheck(context: RunChecksContext, request: RunChecksRequest,
   const startedAt = clock.now().toISOString();
   await store.append(stream, [{ type: 'check-started', data: { checkRunId, at: startedAt } }]);
   request.onProgress?.({ phase: 'started', name: check.name, checkRunId, headSha: request.headSha });
-  const outcome = await runInWorktree(context, check, request.headSha);
+  const outcome = await runInWorktree(context, check, request.headSha, request.signal);
   const outputText = redactFreeText(outcome.output.toString('utf8')) + describeEnd(outcome, check);
   let output: { digest: string; bytes: number; truncated: boolean; url: string } | null = null;
   if (outputText.length > 0) {
@@ -139,7 +144,9 @@ async function runOneCheck(context: RunChecksContext, request: RunChecksRequest,
 /**
  * Run every configured check at exactly `headSha`, one after another. All are
  * recorded `queued` first, then `in_progress`, then `completed` with a
- * conclusion; output is stored as an artifact (scope: the check run id).
+ * conclusion; output is stored as an artifact (scope: the check run id). An
+ * aborted `signal` ends the run: the running check and those not started yet
+ * complete as `cancelled` (only those that ran are in the returned list).
  */
 export async function runChecks(context: RunChecksContext, request: RunChecksRequest): Promise<CheckRunResult[]> {
   const { store, clock } = context;
@@ -154,26 +161,31 @@ export async function runChecks(context: RunChecksContext, request: RunChecksReq
   for (const { check, checkRunId } of planned) request.onProgress?.({ phase: 'queued', name: check.name, checkRunId, headSha: request.headSha });
 
   const results: CheckRunResult[] = [];
+  // Leave no run queued or in progress forever: what did not run completes as `conclusion`.
+  const closeLeft = (conclusion: 'error' | 'cancelled') => {
+    const done = new Set(results.map((result) => result.checkRunId));
+    const left = planned.filter((entry) => !done.has(entry.checkRunId));
+    const at = clock.now().toISOString();
+    return store.append(
+      stream,
+      left.map(({ check, checkRunId }) => ({
+        type: 'check-completed' as const,
+        data: { checkRunId, name: check.name, headSha: request.headSha, changeIds: [request.changeId], startedAt: null, conclusion, at, exitCode: null, signal: null, durationMs: 0, output: null },
+      })),
+    );
+  };
   try {
     for (const { check, checkRunId } of planned) {
+      if (request.signal?.aborted === true) {
+        await closeLeft('cancelled');
+        break;
+      }
       const result = await runOneCheck(context, request, check, checkRunId);
       results.push(result);
       request.onProgress?.({ phase: 'completed', result });
     }
   } catch (error) {
-    // Leave no run queued or in progress forever: close what is left as `error`, then report.
-    const done = new Set(results.map((result) => result.checkRunId));
-    const left = planned.filter((entry) => !done.has(entry.checkRunId));
-    const at = clock.now().toISOString();
-    await store
-      .append(
-        stream,
-        left.map(({ check, checkRunId }) => ({
-          type: 'check-completed' as const,
-          data: { checkRunId, name: check.name, headSha: request.headSha, changeIds: [request.changeId], startedAt: null, conclusion: 'error' as const, at, exitCode: null, signal: null, durationMs: 0, output: null },
-        })),
-      )
-      .catch(() => undefined);
+    await closeLeft('error').catch(() => undefined);
     throw error;
   }
   return results;

@@ -36,6 +36,8 @@ export interface OpenChangeRequest {
 
 export interface RunChecksOptions {
   readonly onProgress?: (progress: CheckProgress) => void;
+  /** Cancels the run (see `runChecks` in checks.ts). */
+  readonly signal?: AbortSignal;
 }
 
 /** The local forge: a git repository on disk plus proofgate's store. */
@@ -244,7 +246,7 @@ export class LocalForge implements Forge {
     if (live.record.state !== 'open') throw new ProofgateError('INVALID_INPUT', `change ${changeId} is ${live.record.state}; checks run on open changes`);
     const results = await runChecks(
       { repo: this.repo, store: this.store, clock: this.#clock, outputCapBytes: this.#outputCapBytes },
-      { changeId, headSha: live.headSha, config: live.config, onProgress: options.onProgress },
+      { changeId, headSha: live.headSha, config: live.config, onProgress: options.onProgress, signal: options.signal },
     );
     return { headSha: live.headSha, results };
   }

@@ -1,5 +1,6 @@
+import { mkdirSync } from 'node:fs';
 import type Database from 'better-sqlite3';
-import { canonicalJson, systemClock, type Clock } from '../../core/index.js';
+import { ProofgateError, canonicalJson, errorMessage, systemClock, type Clock } from '../../core/index.js';
 import type { RunStorage, StoragePolicy } from '../policy-types.js';
 import { checkStoredNamespace, closedError, planOpen, type StoredNamespace } from '../record.js';
 import { createSqliteArtifactStore } from './artifact-store.js';
@@ -40,11 +41,22 @@ function registerNamespace(db: Database.Database, storage: Pick<RunStorage, 'rec
  * Open the embedded SQLite storage: one WAL-mode database file in `directory`.
  * Synchronous: the binding is ready when this returns. Errors are typed
  * (`POLICY_VIOLATION`, `UNSUPPORTED_SCHEMA_VERSION`, `NOT_OUR_DATABASE`,
- * `CORRUPT_DATABASE`, `STORAGE_MISMATCH`, `INVALID_INPUT`).
+ * `CORRUPT_DATABASE`, `STORAGE_MISMATCH`, `INVALID_INPUT`, and `IO` when the
+ * directory cannot be created: a path that is a file, a parent that is a
+ * file, no permission).
  */
 export function createLocalRunStorage(options: LocalRunStorageOptions): RunStorage {
   const { record, guard } = planOpen('sqlite', options.namespace, options.policy, options.knownSecrets);
   const clock = options.clock ?? systemClock;
+  if (typeof options.directory === 'string' && options.directory !== '') {
+    try {
+      mkdirSync(options.directory, { recursive: true });
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      const why = code === 'EEXIST' ? 'it is a file, not a directory' : code === 'ENOTDIR' ? 'a parent of it is a file, not a directory' : code === 'EACCES' || code === 'EPERM' ? 'permission denied' : errorMessage(error);
+      throw new ProofgateError('IO', `cannot use ${options.directory} as a data directory: ${why}`, { directory: options.directory });
+    }
+  }
   const db = openSqliteDatabase(options.directory, options.busyTimeoutMs ?? 10_000);
   let closed = false;
   try {

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -17,13 +17,13 @@ function tempDir(prefix: string): string {
   return dir;
 }
 
-/** A repository with the trusted config on main and one open change (id 1). */
-function repoWithChange(): { repo: TempRepo; data: string } {
+/** A repository with the trusted config on main and one open change (id 1); `broken` makes its check fail. */
+function repoWithChange(options: { broken?: boolean } = {}): { repo: TempRepo; data: string } {
   const repo = makeTempRepo('proofgate-automerge-cli-');
   cleanups.push(() => repo.cleanup());
   repo.commit('main', { 'README.md': '# cli\n', 'check.mjs': CHECK_SCRIPT, '.proofgate.yml': repoConfig() }, 'initial');
   repo.git(['reset', '-q', '--hard', 'main']);
-  repo.commit('feature', { 'feature.txt': 'a feature\n' }, 'add feature', 'main');
+  repo.commit('feature', { 'feature.txt': 'a feature\n', ...(options.broken === true ? { 'broken.txt': 'breaks the check\n' } : {}) }, 'add feature', 'main');
   const data = tempDir('proofgate-automerge-cli-data-');
   const opened = runCli(['change', 'open', '--head', 'feature', '--base', 'main', '--repo', repo.dir, '--data', data]);
   expect(opened.status, opened.stderr).toBe(0);
@@ -43,13 +43,68 @@ describe('proofgate automerge / demo (built CLI)', () => {
     expect(result.stderr).toContain('[change 1] merged');
   });
 
-  it('proofgate change comment ID "/proofgate automerge" runs the same loop through the router', () => {
+  it('proofgate change comment ID "/proofgate automerge" runs the same loop through the router and reports its outcome', () => {
     const { repo, data } = repoWithChange();
+    const head = repo.sha('feature');
     const result = runCli(['change', 'comment', '1', '/proofgate automerge', '--as', MAINTAINER, '--repo', repo.dir, '--data', data]);
     expect(result.status, result.stderr).toBe(0);
-    expect(result.stderr).toContain('change 1: merged');
+    const lines = result.stdout.trim().split('\n');
+    expect(lines[0]).toMatch(new RegExp(`^comment \\S+ on change 1 by ${MAINTAINER}$`));
+    expect(lines[1]).toBe(`change 1: merged head ${head.slice(0, 12)} as ${repo.sha('main')} (CONFIRMED, 0 repairs)`);
+    expect(result.stderr).toContain('[change 1] merged');
     const shown = runCli(['change', 'show', '1', '--repo', repo.dir, '--data', data, '--json']);
     expect((JSON.parse(shown.stdout) as { state: string }).state).toBe('merged');
+  });
+
+  it('the routed run exits as proofgate automerge does (3 blocked) and --json carries the outcome and the comment', () => {
+    const { repo, data } = repoWithChange({ broken: true });
+    const result = runCli(['change', 'comment', '1', '/proofgate automerge', '--as', MAINTAINER, '--repo', repo.dir, '--data', data, '--json']);
+    expect(result.status, result.stderr).toBe(3);
+    const json = JSON.parse(result.stdout) as { change: string; outcome: string; reason: string; head: string; comment: { body: string; author: string } };
+    expect(json).toMatchObject({ change: '1', outcome: 'blocked', head: repo.sha('feature'), comment: { body: '/proofgate automerge', author: MAINTAINER } });
+    expect(json.reason).toContain('no agent-fix command');
+  });
+
+  it('a comment with no command is posted and printed as before, exit 0', () => {
+    const { repo, data } = repoWithChange();
+    const result = runCli(['change', 'comment', '1', 'looks good to me', '--as', MAINTAINER, '--repo', repo.dir, '--data', data, '--json']);
+    expect(result.status, result.stderr).toBe(0);
+    const json = JSON.parse(result.stdout) as Record<string, unknown>;
+    expect(json).toMatchObject({ author: MAINTAINER, body: 'looks good to me' });
+    expect(json.outcome).toBeUndefined();
+  });
+
+  it('proofgate automerge on a merged change reports the merge and posts nothing; on a closed change it fails and posts nothing', () => {
+    const { repo, data } = repoWithChange();
+    const first = runCli(['automerge', '1', '--repo', repo.dir, '--data', data]);
+    expect(first.status, first.stderr).toBe(0);
+    const commentsOf = (id: string) => (JSON.parse(runCli(['change', 'show', id, '--repo', repo.dir, '--data', data, '--json']).stdout) as { comments: unknown[] }).comments.length;
+    const before = commentsOf('1');
+    const again = runCli(['automerge', '1', '--repo', repo.dir, '--data', data, '--json']);
+    expect(again.status, again.stderr).toBe(0);
+    expect(JSON.parse(again.stdout)).toMatchObject({ change: '1', outcome: 'merged', head: repo.sha('feature'), mergeCommit: repo.sha('main'), verdict: 'CONFIRMED' });
+    expect(again.stderr).toBe('');
+    expect(commentsOf('1')).toBe(before);
+
+    repo.commit('other', { 'other.txt': 'other\n' }, 'other', 'main');
+    expect(runCli(['change', 'open', '--head', 'other', '--base', 'main', '--repo', repo.dir, '--data', data]).status).toBe(0);
+    expect(runCli(['change', 'close', '2', '--repo', repo.dir, '--data', data]).status).toBe(0);
+    const closed = runCli(['automerge', '2', '--repo', repo.dir, '--data', data]);
+    expect(closed.status).toBe(1);
+    expect(closed.stderr.trim().split('\n')).toEqual(['proofgate: change 2 is closed without merging; nothing to automerge (nothing was posted)']);
+    expect(commentsOf('2')).toBe(0);
+  });
+
+  it('--data naming a regular file is one clear line, exit 1, for automerge and demo', () => {
+    const { repo } = repoWithChange();
+    const file = join(tempDir('proofgate-automerge-cli-file-'), 'regular');
+    writeFileSync(file, 'a file\n');
+    const automerge = runCli(['automerge', '1', '--repo', repo.dir, '--data', file]);
+    expect(automerge.status).toBe(1);
+    expect(automerge.stderr.trim().split('\n')).toEqual([`proofgate: cannot use ${file} as a data directory: it is a file, not a directory`]);
+    const demo = runCli(['demo', '--data', file]);
+    expect(demo.status).toBe(1);
+    expect(demo.stderr.trim().split('\n')).toEqual([`proofgate: cannot keep the demo's state in ${file}: it (or a path inside it) is a file, not a directory`]);
   });
 
   it('a comment command from someone without write permission is refused and runs nothing', () => {

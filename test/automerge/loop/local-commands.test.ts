@@ -88,6 +88,37 @@ describe('commands on the local forge', () => {
     expect(status[0]?.body).toContain(`stopped by ${MAINTAINER}`);
   });
 
+  it('a stop cancels the check the loop started (recorded cancelled, the job ends at once); a later automerge runs it again', async () => {
+    const gate = mkdtempSync(join(tmpdir(), 'proofgate-release-'));
+    const release = join(gate, 'release-check');
+    const f = (fixture = await loopFixture({ config: slowCheckConfig(release), automerge: { waits: { transientPollMs: POLL_MS, shepherdPollMs: POLL_MS } } }));
+    try {
+      const id = await f.openChange('feature', { 'feature.txt': 'a feature\n' });
+      const routed = await f.command(id, '/proofgate automerge');
+      await seen(f, 'wait: checks pending');
+      await f.command(id, '/proofgate stop');
+      expect((await finished(routed.dispatch?.done)).kind).toBe('stopped');
+      const stoppedAt = Date.now();
+      // Nothing is left running: close returns once the check's process is killed, not when the check ends (20 s).
+      await f.automerge.jobs.close();
+      expect(Date.now() - stoppedAt).toBeLessThan(4_000);
+      const after = await f.forge.snapshot(id);
+      expect(after.checks.map((check) => [check.name, check.status, check.conclusion])).toEqual([['slow', 'completed', 'cancelled']]);
+      expect(f.progress.some((p) => p.text.startsWith('cancelling the checks running on'))).toBe(true);
+      // Automerge again: the cancelled run does not count as a failure, the check runs again and the change merges.
+      writeFileSync(release, 'go');
+      const again = await f.command(id, '/proofgate automerge');
+      const outcome = await finished(again.dispatch?.done);
+      expect(outcome.kind, outcome.reason).toBe('merged');
+      // The snapshot shows the newest run of each check: the new, passing one.
+      expect((await f.forge.snapshot(id)).checks.map((check) => [check.name, check.conclusion])).toEqual([['slow', 'success']]);
+      expect(f.progress.filter((p) => p.text.startsWith('running 1 check(s)'))).toHaveLength(2);
+    } finally {
+      writeFileSync(release, 'go');
+      rmSync(gate, { recursive: true, force: true });
+    }
+  });
+
   it('/proofgate status gets a short reply while automerge is off, and after a stop', async () => {
     const f = (fixture = await loopFixture());
     const id = await f.openChange('feature', { 'feature.txt': 'a feature\n' });
@@ -99,11 +130,14 @@ describe('commands on the local forge', () => {
     expect(replies[0]?.body).toContain('automerge is off: automerge was never requested');
     expect(replies[0]?.body).toContain('/proofgate automerge');
     await f.command(id, '/proofgate stop');
-    const again = await f.command(id, '/proofgate status', 'Casey Contributor');
+    // The change's author may only ask for a re-review: a status from them is ignored (no reply).
+    const fromAuthor = await f.command(id, '/proofgate status', 'Casey Contributor');
+    expect(fromAuthor.refused).toHaveLength(1);
+    const again = await f.command(id, '/proofgate status');
     expect(again.refused).toHaveLength(0);
     replies = (await f.forge.snapshot(id)).comments.filter((c) => c.author === 'proofgate' && c.body.startsWith('proofgate status'));
     expect(replies).toHaveLength(2);
-    expect(replies[1]?.body).toContain('asked by Casey Contributor');
+    expect(replies[1]?.body).toContain(`asked by ${MAINTAINER}`);
   });
 
   it('/proofgate status after a merge replies with the merge', async () => {

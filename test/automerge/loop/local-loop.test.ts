@@ -45,7 +45,8 @@ describe('automerge loop on the local forge', () => {
     expect(snapshot.checks.map((c) => [c.name, c.headSha, c.conclusion])).toEqual([['test', head, 'success']]);
     const status = await statusComments(f, id);
     expect(status).toHaveLength(1);
-    expect(status[0]?.body).toContain(`Merged the reviewed head \`${head}\``);
+    expect(status[0]?.body).toContain(`Merged the reviewed head \`${head}\` into <code>main</code>`);
+    expect(status[0]?.body).toContain('Change:');
     expect(status[0]?.body).toContain(outcome.mergeCommit ?? 'missing');
     expect(snapshot.labels).not.toContain(LABELS.automerge);
     expect(snapshot.labels).not.toContain(LABELS.mergeReady);

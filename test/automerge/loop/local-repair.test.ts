@@ -45,6 +45,20 @@ describe('automerge repairs on the local forge', () => {
     expect(final?.body).toContain(repair?.commits[0]?.slice(0, 12) ?? 'missing');
   });
 
+  it('a failing check with no agent-fix, on a head behind its base, is repaired by the rebase alone and merges', async () => {
+    const f = (fixture = await loopFixture());
+    const id = await f.openChange('broken', { 'broken.txt': 'this file used to break the check\n', 'feature.txt': 'a feature\n' });
+    const first = f.repo.sha('broken');
+    // The base fixes the check (it no longer minds broken.txt) after the change branched off.
+    f.repo.commit('main', { 'check.mjs': "console.log('ok');\n" }, 'relax the check');
+    const outcome = await finished((await f.command(id, '/proofgate automerge')).dispatch?.done);
+    expect(outcome.kind, outcome.reason).toBe('merged');
+    const { state } = await f.automerge.env.store.load(id);
+    expect(state.repairs.map((r) => [r.repair, r.head, r.status])).toEqual([['fix-checks', first, 'pushed']]);
+    expect(state.reviews.map((r) => r.head)).toContain(outcome.head);
+    expect(f.repo.git(['show', 'main:feature.txt'])).toBe('a feature');
+  });
+
   it('an isolated CHANGELOG.md conflict is solved by the rebase fast path', async () => {
     const f = (fixture = await loopFixture());
     const id = await f.openChange('entry', { 'CHANGELOG.md': '# Changelog\n\n## Unreleased\n\n- add the entry feature\n', 'entry.txt': 'entry\n' });

@@ -42,6 +42,13 @@ describe('gateDecision', () => {
     ['rebase needs only a repair worker', repair('rebase'), initialLedger('1'), { repair: true, agentFix: false }, 'repair', ''],
     ['rebase without a worker blocks', repair('rebase'), initialLedger('1'), { repair: false, agentFix: true }, 'block', 'no repair worker'],
     ['fix-checks without agent-fix blocks', repair('fix-checks'), initialLedger('1'), { repair: true, agentFix: false }, 'block', 'no agent-fix command'],
+    ['fix-checks without agent-fix blocks when the head contains its base', repair('fix-checks'), initialLedger('1'), { repair: true, agentFix: false, headBehindBase: false }, 'block', 'no agent-fix command'],
+    ['fix-checks without agent-fix repairs (by a rebase) when the head is behind its base', repair('fix-checks'), initialLedger('1'), { repair: true, agentFix: false, headBehindBase: true }, 'repair', ''],
+    ['fix-findings without agent-fix blocks even when behind', repair('fix-findings'), initialLedger('1'), { repair: true, agentFix: false, headBehindBase: true }, 'block', 'no agent-fix command'],
+    ['a futile rebase-only fix-checks from this head blocks', repair('fix-checks'), applyOutcome(
+      applyOutcome(initialLedger('1'), { type: 'repair-dispatched', id: 'r3', head: HEAD, repair: 'fix-checks', automatic: true, reason: 'x', at: AT }),
+      { type: 'repair-finished', id: 'r3', result: 'no-change', newHead: null, commits: [], at: AT },
+    ), { repair: true, agentFix: false, headBehindBase: true }, 'block', 'made no change'],
     ['fix-findings with agent-fix repairs', repair('fix-findings'), initialLedger('1'), { repair: true, agentFix: true }, 'repair', ''],
     ['the same repair that made no change from this head blocks', repair('fix-findings'), noChange, { repair: true, agentFix: true }, 'block', 'made no change'],
     ['another kind from that head still runs', repair('rebase'), noChange, { repair: true, agentFix: true }, 'repair', ''],
@@ -60,6 +67,21 @@ describe('policyFromConfig', () => {
     expect(local.maxRepairsPerHead).toBe(1);
     expect(policyFromConfig(emptyRepoConfig(), 'local').checks.expectChecks).toBe(false);
     expect(policyFromConfig(config, 'github').checks.required).toBeUndefined();
+  });
+
+  it.each([
+    ['local, checks listed', { checks: [{ name: 'lint', run: 'true' }] }, 'local', true],
+    ['local, no checks', {}, 'local', false],
+    ['github, no checks listed (its CI reports them)', {}, 'github', true],
+    ['github, automerge.expectChecks: false (a repository without CI)', { automerge: { expectChecks: false } }, 'github', false],
+    ['local, no checks, automerge.expectChecks: true', { automerge: { expectChecks: true } }, 'local', true],
+    ['local, checks listed, automerge.expectChecks: false', { checks: [{ name: 'lint', run: 'true' }], automerge: { expectChecks: false } }, 'local', false],
+  ] as const)('expectChecks: %s', (_name, raw, forge, expected) => {
+    expect(policyFromConfig(parseRepoConfig(raw, 'test'), forge).checks.expectChecks).toBe(expected);
+  });
+
+  it('automerge.expectChecks must be a boolean', () => {
+    expect(() => parseRepoConfig({ automerge: { expectChecks: 'no' } }, 'main:.proofgate.yml')).toThrow(expect.objectContaining({ code: 'CONFIG', message: expect.stringContaining('automerge.expectChecks') }));
   });
 });
 

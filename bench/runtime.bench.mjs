@@ -58,6 +58,7 @@ function counting(storage, stream, sizes) {
   return {
     record: storage.record,
     artifactStore: storage.artifactStore,
+    prepareJson: (...args) => storage.prepareJson(...args),
     close: () => storage.close(),
     eventStore: {
       append,

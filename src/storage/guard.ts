@@ -1,5 +1,5 @@
 import {
-  ProofgateError, canonicalJson, isSha256Digest, sha256Digest, type Sha256Digest,
+  ProofgateError, canonicalJson, isSha256Digest, sha256Digest, type JsonValue, type Sha256Digest,
 } from '../core/index.js';
 import { checkCount, checkName, checkScope } from './input.js';
 import { KnownSecrets } from './known-secrets.js';
@@ -48,6 +48,18 @@ export class WriteGuard {
     const name = checkName(value, what);
     this.#secrets.assertNotIn(name, what);
     return name;
+  }
+
+  /**
+   * The JSON value exactly as an append would store it: known secrets refused
+   * (`KNOWN_SECRET`), marked values refused or redacted, secret-looking free
+   * text redacted or refused (`POLICY_VIOLATION`), as the policy says. Pure:
+   * nothing is written. Hash this, not the caller's value, so that a digest
+   * matches the stored bytes. Applying it again to its own output changes
+   * nothing. `where` names the value in error messages (never the secret).
+   */
+  prepareJson(value: unknown, where = 'value'): JsonValue {
+    return JSON.parse(canonicalJson(applySensitivePolicy(value, where, this.policy.sensitiveContent, this.#secrets))) as JsonValue;
   }
 
   prepareAppend(streamId: unknown, expectedRevision: unknown, events: unknown): PreparedAppend {

@@ -1,4 +1,4 @@
-import type { Sha256Digest } from '../core/index.js';
+import type { JsonValue, Sha256Digest } from '../core/index.js';
 import type { ArtifactStore, EventStore, StorageProvider } from './ports.js';
 
 /** How sensitive content is handled before anything is stored or hashed. */
@@ -36,5 +36,15 @@ export interface RunStorage {
   readonly record: StorageRecord;
   readonly eventStore: EventStore;
   readonly artifactStore: ArtifactStore;
+  /**
+   * The JSON value exactly as this storage would store it inside an event:
+   * the same sensitive-content transforms the write guard applies to every
+   * append (known secrets -> `KNOWN_SECRET`; marked values and secret-looking
+   * free text redacted or refused with `POLICY_VIOLATION` per the policy),
+   * returned as the canonical JSON read back. Pure and synchronous; writes
+   * nothing. Whoever stores a digest next to a value hashes this, so the
+   * digest matches the stored bytes. `where` names the value in errors.
+   */
+  prepareJson(value: unknown, where?: string): JsonValue;
   close(): Promise<void>;
 }

@@ -1,4 +1,4 @@
-import { ProofgateError, setJsonMember } from '../core/index.js';
+import { ProofgateError, isProofgateError, setJsonMember } from '../core/index.js';
 import { findFreeTextSecret, redactFreeText } from './free-text.js';
 import { knownSecretError, type KnownSecrets } from './known-secrets.js';
 import type { SensitiveContentPolicy } from './policy-types.js';
@@ -140,4 +140,23 @@ export function applySensitivePolicy(
   };
 
   return visit(value);
+}
+
+/**
+ * Why the sensitive-content policy refused a value passed under the name
+ * `where`: the error code and the path, never the value (these errors name
+ * paths only), e.g. `KNOWN_SECRET at $.log` or `POLICY_VIOLATION at $.note
+ * (secret-looking text: assignment)`. Null for any other error.
+ */
+export function policyRefusal(error: unknown, where: string): string | null {
+  if (isProofgateError(error, 'KNOWN_SECRET')) {
+    const place = typeof error.details?.where === 'string' ? error.details.where : where;
+    return `KNOWN_SECRET at ${place.startsWith(`${where} at `) ? place.slice(where.length + 4) : place}`;
+  }
+  if (isProofgateError(error, 'POLICY_VIOLATION')) {
+    const path = typeof error.details?.path === 'string' ? error.details.path : '$';
+    const kind = typeof error.details?.kind === 'string' ? ` (secret-looking text: ${error.details.kind})` : ' (a marked value)';
+    return `POLICY_VIOLATION at ${path}${kind}`;
+  }
+  return null;
 }

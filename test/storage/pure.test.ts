@@ -1,8 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import {
   decideAppend, defaultStoragePolicy, findFreeTextSecret, policyDigest, redactFreeText, validateStoragePolicy,
-  type ExistingEvent,
+  type ExistingEvent, type StoragePolicy,
 } from '../../src/storage/index.js';
+import { canonicalJson } from '../../src/core/index.js';
+import { WriteGuard } from '../../src/storage/guard.js';
+import { KnownSecrets } from '../../src/storage/known-secrets.js';
+import { policyRefusal } from '../../src/storage/sensitive.js';
 import { expectCode } from './conformance.js';
 
 const batch = {
@@ -78,5 +82,50 @@ describe('validateStoragePolicy', () => {
   it.each(bad)('%s -> %s naming %s', async (_name, input, code, key) => {
     const error = await expectCode(() => validateStoragePolicy(input), code as 'POLICY_VIOLATION');
     expect(error.message).toContain(key);
+  });
+});
+
+describe('WriteGuard.prepareJson: the stored form of a value', () => {
+  const secret = 'kn0wn-s3cret';
+  const guardFor = (sensitiveContent: StoragePolicy['sensitiveContent']) =>
+    new WriteGuard('ns', { ...defaultStoragePolicy, sensitiveContent }, KnownSecrets.from([secret]));
+  const redacting = guardFor({ marked: 'redact', exact: 'reject', freeText: 'redact-before-hash' });
+  const values: unknown[] = [
+    { log: 'password=hunter2', n: 1 },
+    { b: [1, 'token: abc', { pin: { $sensitive: 'x' } }], a: 'AKIAIOSFODNN7EXAMPLE' },
+    'Authorization: Bearer abc.def',
+    { nothing: ['to', 'redact'], z: null, y: true },
+  ];
+  it.each(values)('is what an append stores, and preparing it again changes nothing: %j', (value) => {
+    const prepared = redacting.prepareJson(value);
+    const [event] = redacting.prepareAppend('s', 0, [{ id: 'e', type: 't', data: value }]).events;
+    expect(canonicalJson(prepared)).toBe(event?.dataText);
+    expect(redacting.prepareJson(prepared)).toEqual(prepared);
+  });
+
+  const refusals: [string, StoragePolicy['sensitiveContent'], unknown, string, string][] = [
+    ['a known secret in a string', redacting.policy.sensitiveContent, { a: [`x ${secret}`] }, 'KNOWN_SECRET', 'KNOWN_SECRET at $.a[0]'],
+    ['a known secret in a key', redacting.policy.sensitiveContent, { [secret]: 1 }, 'KNOWN_SECRET', 'KNOWN_SECRET at $ (an object key)'],
+    ['a marked value under reject', { marked: 'reject', exact: 'reject', freeText: 'allow' }, { pin: { $sensitive: 1 } }, 'POLICY_VIOLATION', 'POLICY_VIOLATION at $.pin (a marked value)'],
+    ['free text under reject', { marked: 'reject', exact: 'reject', freeText: 'reject' }, { note: 'token=abc' }, 'POLICY_VIOLATION', 'POLICY_VIOLATION at $.note (secret-looking text: assignment)'],
+  ];
+  it.each(refusals)('refuses %s like an append does, and policyRefusal names code and path only', (_name, sensitive, value, code, refusal) => {
+    const guard = guardFor(sensitive);
+    const error = (() => {
+      try {
+        guard.prepareJson(value, 'result');
+        return undefined;
+      } catch (caught) {
+        return caught;
+      }
+    })();
+    expect(error).toMatchObject({ code });
+    expect(() => guard.prepareAppend('s', 0, [{ id: 'e', type: 't', data: value }])).toThrow(expect.objectContaining({ code }));
+    expect(policyRefusal(error, 'result')).toBe(refusal);
+    expect(String((error as Error).message)).not.toContain(secret);
+  });
+
+  it('policyRefusal is null for other errors', () => {
+    expect(policyRefusal(new Error('x'), 'result')).toBeNull();
   });
 });

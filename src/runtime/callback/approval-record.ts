@@ -1,4 +1,5 @@
-import { canonicalJson, digestJson, type Sha256Digest } from '../../core/index.js';
+import { ProofgateError, digestJson, type Sha256Digest } from '../../core/index.js';
+import type { RunStorage } from '../../storage/policy-types.js';
 import type { ReadonlyJsonObject } from '../json-types.js';
 import type { GraphPlan } from '../plan/types.js';
 import { schemaViolation } from '../schema/json-schema-subset.js';
@@ -25,7 +26,13 @@ export function subjectProblem(request: CallbackRequest, subject: StoredApproval
   return null;
 }
 
-export function buildApprovalRecord(input: {
+/**
+ * The approval record in the form the store keeps it: the body goes through
+ * the storage policy (`prepare`, the binding's `prepareJson`) before it is
+ * hashed, so `digest` matches the stored bytes. Refused content is the
+ * storage's typed error.
+ */
+export function buildApprovalRecord(prepare: RunStorage['prepareJson'], input: {
   runId: string;
   request: CallbackRequest;
   subject: StoredApprovalSubject;
@@ -35,7 +42,7 @@ export function buildApprovalRecord(input: {
   claimer: string;
   decision: ApprovalDecision;
 }): ApprovalRecord {
-  const body = JSON.parse(canonicalJson({
+  const body = prepare({
     schemaVersion: 1,
     runId: input.runId,
     requestId: input.request.requestId,
@@ -47,6 +54,15 @@ export function buildApprovalRecord(input: {
     actor: input.actor,
     routerPath: ['stored-callback', input.request.gateId, input.claimer],
     decision: input.decision,
-  })) as Omit<ApprovalRecord, 'digest'>;
+  }, 'approval record') as unknown as Omit<ApprovalRecord, 'digest'>;
   return { ...body, digest: digestJson(body) };
+}
+
+/** A stored approval record whose digest is not of its own bytes is `INVALID_STORED_VALUE`. */
+export function checkApprovalDigest(record: ApprovalRecord): ApprovalRecord {
+  const { digest, ...body } = record;
+  if (digest !== digestJson(body)) {
+    throw new ProofgateError('INVALID_STORED_VALUE', `approval record for ${String(record.requestId)} does not match its digest`);
+  }
+  return record;
 }

@@ -1,5 +1,6 @@
-import { canonicalJson, isProofgateError, newId, randomHex, sha256Digest, systemClock, type Clock, type JsonValue } from '../../core/index.js';
+import { ProofgateError, canonicalJson, isProofgateError, newId, randomHex, sha256Digest, systemClock, type Clock, type JsonValue } from '../../core/index.js';
 import type { RunStorage } from '../../storage/policy-types.js';
+import { policyRefusal } from '../../storage/sensitive.js';
 import type { NewEvent } from '../../storage/ports.js';
 import { isJsonObject } from '../json-types.js';
 import type { GraphPlan } from '../plan/types.js';
@@ -34,6 +35,16 @@ export async function createStoredCallbackClient(
   const events = storage.eventStore;
   const load = async (requestId: string): Promise<CallbackState> => foldCallback(await events.read(callbackStreamId(runId, requestId)));
   const event = (type: CallbackEventKind, data: unknown): NewEvent => ({ id: newId('evt'), type, data: data as JsonValue });
+  /** Why the storage policy would refuse or change `value` (stored under `what`), or null when it stores it as given. */
+  const storedChange = (value: unknown, what: string): string | null => {
+    try {
+      return canonicalJson(storage.prepareJson(value, what)) === canonicalJson(value) ? null : 'the storage policy would redact part of it';
+    } catch (error) {
+      const refusal = policyRefusal(error, what);
+      if (refusal === null) throw error;
+      return `the storage policy refuses it: ${refusal}`;
+    }
+  };
 
   /** Re-read and retry after a lost race; `attempt` returns a result or events to append. */
   async function withRetry<T>(requestId: string, attempt: (state: CallbackState) => { done: T } | { append: NewEvent[]; then: T }): Promise<T> {
@@ -58,11 +69,19 @@ export async function createStoredCallbackClient(
       const outside = unadmittedPermissions(stored, plan.admission.permissions);
       if (outside.length > 0) throw new ApprovalSubjectError(`permissions not admitted by the run plan: ${outside.join(', ')}`, { permissions: outside });
       const data = JSON.parse(canonicalJson({ request, subject: stored })) as JsonValue;
+      // The request's id and digest and the subject digest were computed from
+      // these bytes; a store that kept other bytes would break them for good.
+      const change = storedChange(data, 'callback request');
+      if (change !== null) {
+        throw new ProofgateError('POLICY_VIOLATION', `the request or its subject cannot be stored as it is hashed (${change}); nothing was stored`, { requestId: request.requestId });
+      }
       await events.append(callbackStreamId(runId, request.requestId), 0, [{ id: `callback-posted:${runId}:${request.requestId}`, type: 'callback-posted', data }]);
     },
 
     async claim(requestId, claimer, claimOptions = {}) {
       if (typeof claimer !== 'string' || claimer.length === 0) return { ok: false, reason: 'claimer must be a nonempty string' };
+      const claimerChange = storedChange(claimer, 'claimer');
+      if (claimerChange !== null) return { ok: false, reason: `the claimer name cannot be stored as given: ${claimerChange}` };
       const leaseMs = claimOptions.leaseMs ?? DEFAULT_CLAIM_MS;
       return withRetry<ClaimResult>(requestId, (state) => {
         const now = clock.now().getTime();
@@ -93,10 +112,21 @@ export async function createStoredCallbackClient(
         const problem = responseProblem(request, response) ?? subjectProblem(request, subject, plan);
         if (problem) return refuse('invalid', problem);
         if (!isJsonObject(actor)) return refuse('invalid', 'actor must be a JSON object');
-        const record = buildApprovalRecord({ runId, request, subject, plan, planDigest, actor, claimer, decision: response as ApprovalDecision });
+        let record;
+        let submitted;
+        try {
+          submitted = storage.prepareJson({ claimer, tokenDigest: held.tokenDigest, response, actor }, 'callback answer');
+          record = buildApprovalRecord((value, where) => storage.prepareJson(value, where), {
+            runId, request, subject, plan, planDigest, actor, claimer, decision: response as ApprovalDecision,
+          });
+        } catch (error) {
+          const refusal = policyRefusal(error, 'callback answer') ?? policyRefusal(error, 'approval record');
+          if (refusal === null) throw error;
+          return refuse('invalid', `the answer holds content the storage policy refuses: ${refusal}`);
+        }
         return {
           append: [
-            event('callback-submitted', { claimer, tokenDigest: held.tokenDigest, response, actor }),
+            event('callback-submitted', submitted),
             event('approval-recorded', { record }),
           ],
           then: { ok: true, record },

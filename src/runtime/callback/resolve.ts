@@ -1,7 +1,7 @@
 import { checkRunId } from '../run/stream.js';
 import type { RunStorage } from '../../storage/policy-types.js';
 import { sameJson } from '../proof/completion.js';
-import { subjectProblem } from './approval-record.js';
+import { checkApprovalDigest, subjectProblem } from './approval-record.js';
 import { loadPlan } from './client.js';
 import { requestIntact } from './gate.js';
 import { callbackStreamId, foldCallback } from './state.js';
@@ -26,8 +26,8 @@ export async function resolveApproval(
   const digest = subjectDigest(subject);
   if (digest !== request.subjectDigest) return wait('a covered byte changed: the subject is not the one approved');
   const state = foldCallback(await storage.eventStore.read(callbackStreamId(runId, request.requestId)));
-  const record = state.approval;
-  if (!record) return wait(state.posted ? 'the request is not answered yet' : 'the request was never posted');
+  if (!state.approval) return wait(state.posted ? 'the request is not answered yet' : 'the request was never posted');
+  const record = checkApprovalDigest(state.approval);
   const { plan, planDigest } = await loadPlan(storage, runId);
   if (record.requestDigest !== request.digest || record.subjectDigest !== digest || !sameJson(record.subject, subject)) {
     return wait('the approval record covers another request or subject');

@@ -1,23 +1,24 @@
-import { canonicalBytes, errorMessage, sha256Digest, type Sha256Digest } from '../../core/index.js';
+import { canonicalBytes, errorMessage } from '../../core/index.js';
 import type { FailureClass } from '../../contracts/runtime-events.js';
 import type { ReadonlyJsonValue } from '../json-types.js';
 import { schemaViolation } from '../schema/json-schema-subset.js';
 import type { ExecutionEngine, GraphNode, NodeInput } from './types.js';
 
+/**
+ * How an attempt ended, as the node produced it. A completed result is JSON
+ * within the node's limits but not yet in its stored form: the executor turns
+ * every outcome into a `StorableOutcome` (storable.ts) before recording it.
+ */
 export type AttemptOutcome =
-  | { readonly kind: 'completed'; readonly result: ReadonlyJsonValue; readonly resultDigest: Sha256Digest; readonly outputBytes: number }
+  | { readonly kind: 'completed'; readonly result: ReadonlyJsonValue }
   | { readonly kind: 'failed'; readonly failureClass: FailureClass; readonly reason: string }
   | { readonly kind: 'paused'; readonly reason: string }
   | { readonly kind: 'interrupted'; readonly reason: string };
 
-const MAX_REASON = 500;
-
-function shortReason(text: string): string {
-  return text.length > MAX_REASON ? `${text.slice(0, MAX_REASON)}...` : text;
-}
-
+// Reasons are kept whole here: the executor shortens them only after the
+// storage policy has seen the full text (a cut could hide part of a secret).
 function failed(failureClass: FailureClass, reason: string): AttemptOutcome {
-  return { kind: 'failed', failureClass, reason: shortReason(reason) };
+  return { kind: 'failed', failureClass, reason };
 }
 
 export interface AttemptRequest {
@@ -100,9 +101,9 @@ async function judge(node: GraphNode, input: NodeInput, raw: unknown): Promise<A
       return failed('error', `decideAction threw: ${errorMessage(error)}`);
     }
     if (decision.kind === 'deny') return failed('denied', `action denied: ${decision.reason}`);
-    if (decision.kind === 'ask') return { kind: 'paused', reason: shortReason(`action needs a decision: ${decision.reason}`) };
+    if (decision.kind === 'ask') return { kind: 'paused', reason: `action needs a decision: ${decision.reason}` };
   }
-  return { kind: 'completed', result, resultDigest: sha256Digest(bytes), outputBytes: bytes.byteLength };
+  return { kind: 'completed', result };
 }
 
 /** Run one attempt under the node's policy and say how it ended. Never throws. */

@@ -5,13 +5,14 @@ import type { DispatchCommand, GraphCommand } from '../graph/contract.js';
 import type { ReadonlyJsonValue } from '../json-types.js';
 import type { GraphPlan } from '../plan/types.js';
 import { checkRunId, readRunEvents, runStartedOf, runStreamId, type RunEvent } from '../run/stream.js';
-import { runAttempt, type AttemptOutcome } from './attempt.js';
+import { runAttempt } from './attempt.js';
 import { RunLedger, type AttemptRecord } from './ledger.js';
 import { bindNodes } from './nodes.js';
 import { outcomeEvent, resolutionEvent } from './records.js';
+import { appendBatches, storableOutcome, storableText, storageFit, type StorableOutcome } from './storable.js';
 import type { GraphExecutor, GraphExecutorOptions, NodeInput, PausedResolution, RunOutcome } from './types.js';
 
-type Settled = { readonly position: string; readonly nodeId: string; readonly outcome: AttemptOutcome };
+type Settled = { readonly position: string; readonly nodeId: string; readonly outcome: StorableOutcome };
 
 /**
  * Create the executor of one stored run. It checks that `graph` is the graph
@@ -22,6 +23,9 @@ export async function createGraphExecutor<D, N, S>(options: GraphExecutorOptions
   const runId = checkRunId(options.runId);
   const { graph, storage } = options;
   const eventStore = storage.eventStore;
+  // Outcomes are recorded in their stored form: results as the storage
+  // policy lets them through, digested after that, and refusals as failures.
+  const fit = storageFit(storage);
   const started = runStartedOf(await readRunEvents(eventStore, runId, 0), runId);
   const plan = started.data.resolvedPlan.plan as GraphPlan;
   if (started.data.definitionDigest !== graph.definitionDigest) {
@@ -121,7 +125,7 @@ export async function createGraphExecutor<D, N, S>(options: GraphExecutorOptions
       const node = nodeOf(input.nodeId);
       const attempt = runAttempt({ node, input, inputBytes, restart, engine: engines.get(input.nodeId) ?? null, runSignal: signal })
         .then((outcome): Settled => {
-          const settled = { position: input.position, nodeId: input.nodeId, outcome };
+          const settled = { position: input.position, nodeId: input.nodeId, outcome: storableOutcome(fit, input.position, input.nodeId, outcome) };
           ended.push(settled);
           wake?.();
           return settled;
@@ -177,18 +181,28 @@ export async function createGraphExecutor<D, N, S>(options: GraphExecutorOptions
     const record = async (settled: readonly Settled[]): Promise<void> => {
       for (;;) {
         const open = settled.filter((entry) => ledger.attempts.get(entry.position)?.status === 'outstanding');
-        if (open.length === 0 || await tryAppend(ledger, open.map((entry) => outcomeEvent(eventId(), entry.position, entry.nodeId, entry.outcome)))) break;
+        if (open.length === 0) break;
+        // Large results may need more than one append to stay within the policy's batch limit.
+        let lost = false;
+        for (const batch of appendBatches(open.map((entry) => outcomeEvent(eventId(), entry.position, entry.nodeId, entry.outcome)), fit.maxAppendBatchBytes)) {
+          if (!(await tryAppend(ledger, batch))) {
+            lost = true;
+            break;
+          }
+        }
+        if (!lost) break;
       }
       for (const entry of settled) running.delete(entry.position);
     };
 
     const finish = async (command: Exclude<GraphCommand, DispatchCommand>): Promise<RunOutcome | null> => {
       const type = command.kind === 'complete' ? 'run-completed' : command.kind === 'fail' ? 'run-failed' : 'run-paused';
-      const repeat = ledger.last?.type === type && ledger.last.data.reason === command.reason;
-      if (!repeat && !(await tryAppend(ledger, [{ id: eventId(), type, data: { reason: command.reason } }]))) return null;
-      if (command.kind === 'complete') return { kind: 'complete', reason: command.reason };
-      if (command.kind === 'fail') return { kind: 'failed', reason: command.reason };
-      return { kind: 'paused', reason: command.reason, requests: ledger.pausedRequests() };
+      const reason = storableText(fit, command.reason, 'run reason', Number.POSITIVE_INFINITY);
+      const repeat = ledger.last?.type === type && ledger.last.data.reason === reason;
+      if (!repeat && !(await tryAppend(ledger, [{ id: eventId(), type, data: { reason } }]))) return null;
+      if (command.kind === 'complete') return { kind: 'complete', reason };
+      if (command.kind === 'fail') return { kind: 'failed', reason };
+      return { kind: 'paused', reason, requests: ledger.pausedRequests() };
     };
 
     /** Every attempt that has ended, once one has (or [] after a timer or an abort). */
@@ -248,7 +262,7 @@ export async function createGraphExecutor<D, N, S>(options: GraphExecutorOptions
       if (!attempt || attempt.status !== 'paused') {
         throw new ProofgateError('INVALID_INPUT', `run ${runId} has no paused attempt at ${position}`);
       }
-      if (await tryAppend(ledger, [resolutionEvent(eventId(), attempt, resolution)])) return;
+      if (await tryAppend(ledger, [resolutionEvent(eventId(), attempt, resolution, fit)])) return;
     }
   }
 

@@ -29,7 +29,9 @@ function bad(message: string): never {
 /**
  * Store the run-started event: the graph definition, the resolved plan and
  * the run's bindings. The definition must be the plan's graph and the plan
- * must match its digest. Appending the identical event again is a no-op;
+ * must match its digest; content the storage policy refuses is its typed
+ * error (`KNOWN_SECRET`, `POLICY_VIOLATION`), and so is a definition or plan
+ * the policy would redact (its digest would no longer match its bytes). Appending the identical event again is a no-op;
  * anything else on an existing run is `REVISION_CONFLICT`.
  */
 export async function persistRunDefinition(storage: RunStorage, input: RunDefinitionInput): Promise<AppendResult> {
@@ -44,7 +46,7 @@ export async function persistRunDefinition(storage: RunStorage, input: RunDefini
     bad(`graph definition ${definitionDigest} is not the planned graph ${resolvedPlan.plan.graph.definitionDigest}`);
   }
   if (!isJsonObject(input.resolvedInputs)) bad('resolvedInputs must be a JSON object');
-  const data = JSON.parse(canonicalJson({
+  const data = storage.prepareJson({
     schemaVersion: 1,
     runId,
     timestamp: input.timestamp,
@@ -54,6 +56,14 @@ export async function persistRunDefinition(storage: RunStorage, input: RunDefini
     resolvedInputs: input.resolvedInputs,
     workspaceBinding: input.workspaceBinding ?? null,
     hostBinding: input.hostBinding ?? null,
-  })) as JsonValue;
+  }, 'run definition') as { readonly [key: string]: JsonValue };
+  // The definition and plan digests were computed from the caller's bytes; if
+  // the storage policy would redact part of them, the stored copies would not
+  // match their digests, so the run is refused instead of stored.
+  for (const [field, given] of [['graphDefinition', input.graphDefinition], ['resolvedPlan', resolvedPlan]] as const) {
+    if (canonicalJson(data[field]) !== canonicalJson(given)) {
+      throw new ProofgateError('POLICY_VIOLATION', `run definition: the storage policy would redact part of ${field}, so the stored copy would not match its digest; nothing was stored`, { field });
+    }
+  }
   return storage.eventStore.append(runStreamId(runId), 0, [{ id: input.eventId, type: 'run-started', data }]);
 }

@@ -33,6 +33,7 @@ export function graphMatchesPlan(graph: AcceptedResultQuery['graph'], plan: Plan
 /** Snapshot a resolver judges: the stored record and what is live now. */
 export interface AcceptedSnapshot {
   readonly record: AcceptedResultRecord;
+  /** The live query in its stored form (`storage.prepareJson`), so it compares byte for byte with the record. */
   readonly query: AcceptedResultQuery;
   readonly planGraph: PlanGraph;
   readonly planDigest: string;

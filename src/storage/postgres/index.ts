@@ -80,6 +80,7 @@ export async function createPostgresRunStorage(options: PostgresRunStorageOption
     record,
     eventStore: createPostgresEventStore(pool, guard, clock, live),
     artifactStore: createPostgresArtifactStore(pool, guard, clock, live),
+    prepareJson: (value: unknown, where?: string) => guard.prepareJson(value, where),
     async close(): Promise<void> {
       if (closed) return;
       closed = true;

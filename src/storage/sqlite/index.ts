@@ -72,6 +72,7 @@ export function createLocalRunStorage(options: LocalRunStorageOptions): RunStora
     record,
     eventStore: createSqliteEventStore(db, guard, clock, live),
     artifactStore: createSqliteArtifactStore(db, guard, clock, live),
+    prepareJson: (value: unknown, where?: string) => guard.prepareJson(value, where),
     async close(): Promise<void> {
       if (closed) return;
       closed = true;

@@ -1,17 +1,28 @@
 import { execFile } from 'node:child_process';
 import { ProofgateError } from '../core/index.js';
 
+import { allowListedEnv } from './env.js';
+
 /**
  * The one way proofgate runs the git binary: `execFile` (no shell), bytes in
  * and out, never a prompt, a fixed locale, and a typed `GIT` error that names
  * the command and git's own message.
  *
- * `isolated` runs git so that nothing around it can redirect it or make it run
- * anything else: inherited `GIT_*` variables are dropped (a caller inside a git
- * hook would otherwise point git at another repository or index), hooks are
- * switched off, no editor can open, commits and tags are never signed, and
- * rerere and automatic gc/maintenance stay off so the repository gains no
- * cache or repack.
+ * Every call is hardened, whatever the caller asks: the repository's own
+ * `.git/config` and `.git/hooks/` are writable by anything that ran in it (a
+ * reviewer, a check, an agent), so git must not run what they name with
+ * proofgate's environment. Each call therefore
+ * - sees only an allow-listed environment (locale, time zone, PATH, HOME and
+ *   the user's identity; no token, no inherited `GIT_*` redirection, no
+ *   system config),
+ * - runs no hook (`core.hooksPath=/dev/null`), no fsmonitor, no configured
+ *   ssh command, pager or askpass, no credential helper and no `ext::`
+ *   transport (see `SAFE_CONFIG`). Callers that produce diffs add
+ *   `--no-ext-diff --no-textconv` (an empty `diff.external` would break diff).
+ *
+ * `isolated` adds what a writer of commits needs on top: no editor can open,
+ * commits and tags are never signed, and rerere and automatic gc/maintenance
+ * stay off so the repository gains no cache or repack.
  */
 
 export interface GitResult {
@@ -24,19 +35,29 @@ export interface GitOptions {
   /** Exit codes that are answers rather than failures (0 is always accepted). */
   readonly okExitCodes?: readonly number[];
   readonly input?: string | Uint8Array;
-  /** Extra environment, laid over the base environment. */
+  /** Extra environment, laid over the allow-listed base environment. */
   readonly env?: Readonly<Record<string, string>>;
   readonly maxBuffer?: number;
   /** `-c key=value` settings for this one command. */
   readonly config?: readonly (readonly [string, string])[];
-  /** Drop inherited `GIT_*` variables and switch off hooks, editors, signing, rerere and auto gc. */
+  /** Also switch off editors, signing, rerere and auto gc. */
   readonly isolated?: boolean;
 }
 
 const DEFAULT_MAX_BUFFER = 256 * 1024 * 1024;
 
-const ISOLATED_CONFIG: readonly (readonly [string, string])[] = [
+/** Settings on every call: each one names a way repository config could make git run a program. */
+export const SAFE_CONFIG: readonly (readonly [string, string])[] = [
   ['core.hooksPath', '/dev/null'],
+  ['core.fsmonitor', 'false'],
+  ['core.sshCommand', 'ssh'],
+  ['core.pager', 'cat'],
+  ['core.askPass', ''],
+  ['credential.helper', ''],
+  ['protocol.ext.allow', 'never'],
+];
+
+const ISOLATED_CONFIG: readonly (readonly [string, string])[] = [
   ['commit.gpgsign', 'false'],
   ['tag.gpgsign', 'false'],
   ['rerere.enabled', 'false'],
@@ -45,25 +66,60 @@ const ISOLATED_CONFIG: readonly (readonly [string, string])[] = [
   ['advice.detachedHead', 'false'],
 ];
 
-/** The environment git runs with: the process environment plus the fixed settings, then `extra`. */
+/** What git may see of proofgate's environment: plain session facts and the user's git identity, never a credential. */
+export const GIT_ENV = [
+  'PATH',
+  'HOME',
+  'USER',
+  'LOGNAME',
+  'LANG',
+  'TZ',
+  'TMPDIR',
+  'XDG_CONFIG_HOME',
+] as const;
+
+/** The user's git identity: not a credential, so copied as it is (the credential rule would drop `GIT_AUTHOR_*`). */
+const GIT_IDENTITY_ENV = [
+  'GIT_AUTHOR_NAME',
+  'GIT_AUTHOR_EMAIL',
+  'GIT_AUTHOR_DATE',
+  'GIT_COMMITTER_NAME',
+  'GIT_COMMITTER_EMAIL',
+  'GIT_COMMITTER_DATE',
+] as const;
+
+/**
+ * The environment git runs with: the allow-listed part of the process
+ * environment, the fixed settings (config passed as GIT_CONFIG_* so it also
+ * reaches git's own sub-commands), then `extra`.
+ */
 export function gitEnvironment(extra: Readonly<Record<string, string>> = {}, isolated = false): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const [name, value] of Object.entries(process.env)) {
-    if (value !== undefined && !(isolated && name.startsWith('GIT_'))) env[name] = value;
+  const env = allowListedEnv(process.env, GIT_ENV);
+  for (const name of GIT_IDENTITY_ENV) {
+    const value = process.env[name];
+    if (value !== undefined) env[name] = value;
   }
   env.GIT_TERMINAL_PROMPT = '0';
+  env.GIT_CONFIG_NOSYSTEM = '1';
+  env.GIT_PAGER = 'cat';
   env.LC_ALL = 'C';
   if (isolated) {
     env.GIT_EDITOR = 'true';
     env.GIT_SEQUENCE_EDITOR = 'true';
     env.GIT_MERGE_AUTOEDIT = 'no';
-    env.GIT_CONFIG_COUNT = String(ISOLATED_CONFIG.length);
-    ISOLATED_CONFIG.forEach(([key, value], i) => {
-      env[`GIT_CONFIG_KEY_${i}`] = key;
-      env[`GIT_CONFIG_VALUE_${i}`] = value;
-    });
   }
+  const config = isolated ? [...SAFE_CONFIG, ...ISOLATED_CONFIG] : SAFE_CONFIG;
+  env.GIT_CONFIG_COUNT = String(config.length);
+  config.forEach(([key, value], i) => {
+    env[`GIT_CONFIG_KEY_${i}`] = key;
+    env[`GIT_CONFIG_VALUE_${i}`] = value;
+  });
   return { ...env, ...extra };
+}
+
+/** The same settings as `-c` arguments, for the front of a git command line (they win over every config file). */
+export function safeGitArgs(): string[] {
+  return SAFE_CONFIG.flatMap(([key, value]) => ['-c', `${key}=${value}`]);
 }
 
 function firstLine(text: string): string {
@@ -81,7 +137,7 @@ export function runGit(cwd: string, args: readonly string[], options: GitOptions
   return new Promise((resolve, reject) => {
     const child = execFile(
       'git',
-      ['-C', cwd, ...config, ...args],
+      ['-C', cwd, ...safeGitArgs(), ...config, ...args],
       {
         encoding: 'buffer',
         maxBuffer: options.maxBuffer ?? DEFAULT_MAX_BUFFER,

@@ -6,4 +6,4 @@
  */
 export { PORTABLE_ENV, SESSION_ENV, TOOLCHAIN_ENV, allowListedEnv } from './env.js';
 export { runProcess, type ProcessRequest, type ProcessResult, type OutputCap } from './process.js';
-export { runGit, gitText, gitEnvironment, type GitResult, type GitOptions } from './git.js';
+export { runGit, gitText, gitEnvironment, safeGitArgs, SAFE_CONFIG, GIT_ENV, type GitResult, type GitOptions } from './git.js';

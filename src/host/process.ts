@@ -55,7 +55,7 @@ export interface ProcessResult {
 }
 
 const DEFAULT_KILL_GRACE_MS = 2000;
-const DEFAULT_DRAIN_MS = 1000;
+const DEFAULT_DRAIN_MS = 5000;
 /** setTimeout fires at once for longer delays, so longer limits are clamped to this. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 

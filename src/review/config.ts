@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { parse as parseYaml } from 'yaml';
 import type { z } from 'zod';
 import { ProofgateError } from '../core/index.js';
+import { parseRepoConfigYaml } from '../contracts/repo-config.js';
 import { reviewConfigSchema, type ReviewConfig, type ReviewLaneConfig } from '../contracts/index.js';
 import type { LaneSpec } from './adapters/types.js';
 import { git } from './git.js';
@@ -46,6 +47,12 @@ export function parseReviewSection(document: unknown, source: string): ReviewCon
   return parsed.data;
 }
 
+/**
+ * The `review:` settings of a `.proofgate.yml` text. The whole file is
+ * validated with the repository schema too, so a misspelled top-level key
+ * (`reveiw:`) is the same CONFIG error `change open` gives, never a silent
+ * fall back to the default lanes.
+ */
 export function parseReviewConfigText(text: string, source: string): ReviewConfig {
   let document: unknown;
   try {
@@ -54,7 +61,9 @@ export function parseReviewConfigText(text: string, source: string): ReviewConfi
     const message = error instanceof Error ? error.message.split('\n')[0] : String(error);
     throw new ProofgateError('CONFIG', `${source}: not valid YAML: ${message}`);
   }
-  return parseReviewSection(document, source);
+  const review = parseReviewSection(document, source);
+  parseRepoConfigYaml(text, source);
+  return review;
 }
 
 export interface LoadedReviewConfig {
@@ -79,7 +88,7 @@ export async function loadReviewConfig(repoDir: string, baseSha: string, configF
   }
   const listed = await git(repoDir, ['ls-tree', '--name-only', baseSha, '--', CONFIG_FILE]);
   if (listed.toString('utf8').trim() === '') return { config: defaultReviewConfig(), source: 'default' };
-  const text = (await git(repoDir, ['show', `${baseSha}:${CONFIG_FILE}`])).toString('utf8');
+  const text = (await git(repoDir, ['cat-file', 'blob', `${baseSha}:${CONFIG_FILE}`])).toString('utf8');
   const source = `${baseSha.slice(0, 12)}:${CONFIG_FILE}`;
   return { config: parseReviewConfigText(text, source), source };
 }
@@ -90,7 +99,7 @@ export async function readBaseFile(repoDir: string, baseSha: string, path: strin
   if (listed.toString('utf8').trim() === '') {
     throw new ProofgateError('CONFIG', `review.acceptanceContract: ${path} does not exist on the base ${baseSha.slice(0, 12)}`);
   }
-  return (await git(repoDir, ['show', `${baseSha}:${path}`])).toString('utf8');
+  return (await git(repoDir, ['cat-file', 'blob', `${baseSha}:${path}`])).toString('utf8');
 }
 
 /** Resolve a lane's family (configured, else by kind) and timeout. */

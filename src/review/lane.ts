@@ -48,7 +48,7 @@ export async function runLane(options: RunLaneOptions): Promise<LaneOutcome> {
   const contextId = options.contextId ?? newId('ctx');
   const context = { request, lane: spec, contextId, repoDir: options.repoDir, review: options.review, env: options.env ?? process.env };
   await checkBeforeDispatch(request, contextId);
-  const before = await repositoryFingerprint(options.repoDir, options.dataDir);
+  const before = await repositoryFingerprint(options.repoDir, options.dataDir, inputs.refNames);
   let run: LaneRun;
   try {
     run = await adapterFor(spec, options.adapters)(context);
@@ -56,8 +56,14 @@ export async function runLane(options: RunLaneOptions): Promise<LaneOutcome> {
     run = { raw: transportFailure(context, `adapter error: ${errorMessage(error)}`) };
   }
   let validation = run.breach ?? (await validateLaneResult(run.raw, request, { laneId: spec.id, contextId }));
-  const after = await repositoryFingerprint(options.repoDir, options.dataDir);
-  if (after !== before) validation = invalid('REPOSITORY_MODIFIED', 'the repository (work tree or refs) changed while the lane ran');
+  if (!validation.valid && validation.code === 'EVIDENCE_MISSING') {
+    // Missing evidence is the transport's failure, not a reviewer's verdict: the lane counts as failed, never as an answer.
+    const answered = (run.raw as { disposition?: unknown }).disposition;
+    run = { raw: transportFailure(context, `missing evidence (the reviewer answered ${String(answered)}): ${validation.reason}`) };
+    validation = await validateLaneResult(run.raw, request, { laneId: spec.id, contextId });
+  }
+  const after = await repositoryFingerprint(options.repoDir, options.dataDir, inputs.refNames);
+  if (after !== before) validation = invalid('REPOSITORY_MODIFIED', 'the repository changed while the lane ran (HEAD, the reviewed refs, tracked files, or .git config, hooks or info)');
   const parsed = reviewLaneResultSchema.safeParse(run.raw);
   const resultFile = join(laneDir, 'result.json');
   await writeFile(resultFile, `${JSON.stringify(run.raw ?? null)}\n`);

@@ -16,6 +16,8 @@ export interface ReviewInputs {
   readonly subjectId: string;
   readonly baseSha: string;
   readonly headSha: string;
+  /** Base and head as the caller named them (a ref name or a commit id): a lane must not move what they name. */
+  readonly refNames: readonly string[];
   /** The merge base the diff starts from (`git diff base...head`). */
   readonly mergeBaseSha: string;
   readonly diff: BoundFile;
@@ -28,6 +30,8 @@ export interface PrepareInputsOptions {
   readonly repoDir: string;
   readonly base: string;
   readonly head: string;
+  /** How the caller named the base when `base` is already resolved (for messages and the repository fingerprint). */
+  readonly baseName?: string;
   readonly reviewDir: string;
   readonly subjectId?: string;
   readonly mode: DiversityMode;
@@ -75,6 +79,9 @@ export async function prepareReviewInputs(options: PrepareInputsOptions): Promis
   const mergeBaseSha = await gitText(repoDir, ['merge-base', baseSha, headSha]).catch(() => {
     throw new ProofgateError('GIT', `${options.base} and ${options.head} have no common ancestor`);
   });
+  if (mergeBaseSha === headSha) {
+    throw new ProofgateError('INVALID_INPUT', `nothing to review: ${options.head} has no commits that ${options.baseName ?? options.base} lacks`);
+  }
   const diffBytes = await git(repoDir, [
     'diff', '--no-color', '--no-ext-diff', '--no-textconv', '--binary', '--full-index', '--no-renames',
     '--src-prefix=a/', '--dst-prefix=b/', mergeBaseSha, headSha,
@@ -93,6 +100,7 @@ export async function prepareReviewInputs(options: PrepareInputsOptions): Promis
     subjectId: options.subjectId ?? `local:${headSha}`,
     baseSha,
     headSha,
+    refNames: [options.baseName ?? options.base, options.head],
     mergeBaseSha,
     diff,
     contract,

@@ -74,6 +74,7 @@ export async function prepareReview(options: ReviewOptions): Promise<PreparedRev
   const inputs = await prepareReviewInputs({
     repoDir,
     base: baseSha,
+    baseName: options.base,
     head: options.head,
     reviewDir,
     mode: options.mode ?? loaded.config.mode,

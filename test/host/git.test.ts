@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -75,25 +75,46 @@ describe('runGit', () => {
   });
 });
 
-describe('runGit isolated', () => {
-  it('ignores an inherited GIT_DIR that the plain mode follows', async () => {
+describe('runGit hardening (every call)', () => {
+  it('ignores an inherited GIT_DIR, in plain and isolated mode', async () => {
     const gitDir = async (isolated: boolean) => gitText(repo, ['rev-parse', '--absolute-git-dir'], { isolated });
     await withInherited('GIT_DIR', join(other, '.git'), async () => {
-      expect(await gitDir(false)).toBe(join(other, '.git'));
+      expect(await gitDir(false)).toBe(join(repo, '.git'));
       expect(await gitDir(true)).toBe(join(repo, '.git'));
     });
   });
 
-  it('runs no hook', async () => {
+  it('runs no hook, in plain and isolated mode', async () => {
     const commit = (isolated: boolean) => runGit(repo, ['commit', '--allow-empty', '--quiet', '-m', 'x'], { isolated });
-    expect((await rejection(commit(false)) as Error).message).toContain('hook refused');
+    expect((await commit(false)).exitCode).toBe(0);
     expect((await commit(true)).exitCode).toBe(0);
   });
 
-  it('builds its environment from fixed settings', () => {
-    const env = gitEnvironment({ GIT_AUTHOR_NAME: 'A' }, true);
-    expect(env).toMatchObject({ GIT_TERMINAL_PROMPT: '0', LC_ALL: 'C', GIT_EDITOR: 'true', GIT_AUTHOR_NAME: 'A', GIT_CONFIG_KEY_0: 'core.hooksPath', GIT_CONFIG_VALUE_0: '/dev/null' });
-    const keys = Array.from({ length: Number(env.GIT_CONFIG_COUNT) }, (_, i) => env[`GIT_CONFIG_KEY_${i}`]);
-    expect(keys).toEqual(expect.arrayContaining(['commit.gpgsign', 'tag.gpgsign', 'gc.auto', 'rerere.enabled']));
+  it('runs no fsmonitor command planted in the repository config, and git sees no token', async () => {
+    const marker = join(root, 'fsmonitor-ran.txt');
+    execFileSync('git', ['-C', repo, 'config', 'core.fsmonitor', `env > ${marker}; false #`]);
+    try {
+      await withInherited('GITHUB_TOKEN', 'ghp_hosttesthosttesthosttest0123456789', async () => {
+        await runGit(repo, ['status', '--porcelain']);
+        const env = gitEnvironment();
+        expect(env.GITHUB_TOKEN).toBeUndefined();
+      });
+      expect(existsSync(marker)).toBe(false);
+    } finally {
+      execFileSync('git', ['-C', repo, 'config', '--unset', 'core.fsmonitor']);
+    }
+  });
+
+  it('builds its environment from an allow-list and fixed settings', async () => {
+    await withInherited('AWS_SECRET_ACCESS_KEY', 'nope', async () => {
+      const env = gitEnvironment({ GIT_AUTHOR_NAME: 'A' }, true);
+      expect(env).toMatchObject({ GIT_TERMINAL_PROMPT: '0', GIT_CONFIG_NOSYSTEM: '1', LC_ALL: 'C', GIT_EDITOR: 'true', GIT_AUTHOR_NAME: 'A', GIT_CONFIG_KEY_0: 'core.hooksPath', GIT_CONFIG_VALUE_0: '/dev/null' });
+      expect(env.AWS_SECRET_ACCESS_KEY).toBeUndefined();
+      const keys = Array.from({ length: Number(env.GIT_CONFIG_COUNT) }, (_, i) => env[`GIT_CONFIG_KEY_${i}`]);
+      expect(keys).toEqual(expect.arrayContaining(['core.fsmonitor', 'commit.gpgsign', 'tag.gpgsign', 'gc.auto', 'rerere.enabled']));
+      const plainKeys = Array.from({ length: Number(gitEnvironment().GIT_CONFIG_COUNT) }, (_, i) => gitEnvironment()[`GIT_CONFIG_KEY_${i}`]);
+      expect(plainKeys).toEqual(expect.arrayContaining(['core.hooksPath', 'core.fsmonitor', 'core.sshCommand', 'credential.helper']));
+      expect(plainKeys).not.toContain('commit.gpgsign');
+    });
   });
 });

@@ -119,9 +119,10 @@ describe('review configuration', () => {
 
   it('uses the acceptance contract file named in the config, as on the base', async () => {
     const contract = repo.commit({ 'CONTRACT.md': 'add must add\n', '.proofgate.yml': 'review:\n  acceptanceContract: CONTRACT.md\n  lanes: [{ id: rules, builtin: rules }]\n' }, 'contract');
-    const outcome = await runReview({ repoDir: repo.dir, base: contract, head: contract, dataDir: join(dir, 'data2') });
+    const head = repo.commit({ 'NOTES.md': 'a change on top of the contract\n' }, 'notes');
+    const outcome = await runReview({ repoDir: repo.dir, base: contract, head, dataDir: join(dir, 'data2') });
     expect(readFileSync(outcome.acceptance_contract.path, 'utf8')).toBe('add must add\n');
-    sh(repo.dir, ['reset', '-q', '--hard', 'HEAD~1']);
+    sh(repo.dir, ['reset', '-q', '--hard', 'HEAD~2']);
   });
 
   it.each([

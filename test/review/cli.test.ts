@@ -78,10 +78,22 @@ describe('proofgate review (built CLI)', () => {
     writeFileSync(bad, 'review:\n  lanes:\n    - { id: x, builtin: rules, timeoutSeconds: "soon" }\n');
     const config = runCli(['review', '--repo', repo.dir, '--head', 'tested', '--config', bad]);
     expect(config.status).toBe(1);
-    expect(config.stderr).toBe(`proofgate: ${bad}: review.lanes[0].timeoutSeconds: expected a positive integer\n`);
+    expect(config.stderr).toBe(`proofgate: ${bad}: review.lanes[0].timeoutSeconds: expected a positive integer [CONFIG]\n`);
     const ref = runCli(['review', '--repo', repo.dir, '--head', 'no-such-branch']);
     expect(ref.status).toBe(1);
-    expect(ref.stderr).toMatch(/^proofgate: not a commit in .*: no-such-branch\n$/);
+    expect(ref.stderr).toMatch(/^proofgate: not a commit in .*: no-such-branch \[GIT\]\n$/);
+  });
+
+  it('exit 1 with one line for an empty change (swapped --base/--head) and for a misspelled top-level config key', () => {
+    const swapped = runCli(['review', '--repo', repo.dir, '--base', 'tested', '--head', 'main']);
+    expect(swapped.status).toBe(1);
+    expect(swapped.stdout).toBe('');
+    expect(swapped.stderr).toBe('proofgate: nothing to review: main has no commits that tested lacks [INVALID_INPUT]\n');
+    const typo = join(scratch.dir, 'typo.yml');
+    writeFileSync(typo, 'reveiw:\n  mode: fresh-context\n');
+    const config = runCli(['review', '--repo', repo.dir, '--head', 'tested', '--config', typo]);
+    expect(config.status).toBe(1);
+    expect(config.stderr).toBe(`proofgate: ${typo}: unknown key reveiw [CONFIG]\n`);
   });
 
   it('review validate-result prints valid or the typed reason', () => {

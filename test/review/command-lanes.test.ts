@@ -27,7 +27,7 @@ if (mode === 'inspect') {
 if (mode === 'write-snapshot') {
   try { writeFileSync('src/calc.ts', 'export const add = () => 42;\\n'); notes.push('wrote=yes'); } catch { notes.push('wrote=no'); }
 }
-if (mode === 'write-repo') writeFileSync(join(process.argv[3], 'planted.txt'), 'planted\\n');
+if (mode === 'write-repo') writeFileSync(join(process.argv[3], 'README.md'), 'planted\\n');
 if (mode === 'hang') {
   const child = spawn('sleep', ['300'], { stdio: 'ignore' });
   writeFileSync(join(process.env.PROOFGATE_EVIDENCE_DIR, 'child.pid'), String(child.pid));
@@ -136,11 +136,11 @@ describe('command reviewer lanes', () => {
     expect(repo.state()).toBe(stateBefore);
   });
 
-  it('hostile: writing into the repository is detected and the lane does not count', async () => {
+  it('hostile: editing a tracked file of the repository is detected and the lane does not count', async () => {
     const outcome = await reviewWith([{ id: 'planter', args: ['write-repo', repo.dir] }]);
     expect(outcome.lanes[0]?.validation).toMatchObject({ valid: false, code: 'REPOSITORY_MODIFIED' });
     expect(outcome.verdict).toBe('HOLD');
-    rmSync(join(repo.dir, 'planted.txt'));
+    writeFileSync(join(repo.dir, 'README.md'), '# demo\n');
     expect(repo.state()).toBe(stateBefore);
   });
 

@@ -7,6 +7,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { errorMessage, newId } from '../../core/index.js';
+import { gitEnvironment, safeGitArgs } from '../../host/index.js';
 import type { RepoConfig } from '../../contracts/repo-config.js';
 import type { ChangeSnapshot, PushRequest } from '../../forge/port.js';
 import { summarizeChecks, type CheckPolicy } from '../checks.js';
@@ -21,7 +22,7 @@ const run = promisify(execFile);
 /** The commits `newSha` adds over the old head and the base, oldest first (best effort: [] when git cannot tell). */
 async function newCommits(repoDir: string, request: PushRequest, base: string): Promise<string[]> {
   try {
-    const { stdout } = await run('git', ['-C', repoDir, 'rev-list', '--reverse', request.newSha, ...(request.expectedOldSha === null ? [] : [`^${request.expectedOldSha}`]), `^${base}`]);
+    const { stdout } = await run('git', [...safeGitArgs(), '-C', repoDir, 'rev-list', '--reverse', request.newSha, ...(request.expectedOldSha === null ? [] : [`^${request.expectedOldSha}`]), `^${base}`], { env: gitEnvironment() });
     return stdout.split('\n').filter((line) => /^[0-9a-f]{40,64}$/.test(line));
   } catch {
     return [];
@@ -55,7 +56,7 @@ export async function headBehindBase(env: AutomergeEnvironment, snapshot: Change
   if (snapshot.mergeStateStatus === 'BEHIND') return true;
   try {
     const repoDir = await env.workspace.prepare(snapshot);
-    await run('git', ['-C', repoDir, 'merge-base', '--is-ancestor', snapshot.base.sha, snapshot.head.sha]);
+    await run('git', [...safeGitArgs(), '-C', repoDir, 'merge-base', '--is-ancestor', snapshot.base.sha, snapshot.head.sha], { env: gitEnvironment() });
     return false;
   } catch (error) {
     return (error as { code?: unknown }).code === 1;

@@ -13,6 +13,7 @@ import { mkdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { ProofgateError } from '../../core/index.js';
+import { gitEnvironment, safeGitArgs } from '../../host/index.js';
 import { pushWithLease } from '../../forge/github/git-push.js';
 import type { ChangeSnapshot, PushRequest } from '../../forge/port.js';
 
@@ -38,7 +39,7 @@ export function repositoryWorkspace(repoDir: string): Workspace {
 
 async function git(cwd: string, args: readonly string[]): Promise<string> {
   try {
-    const { stdout } = await run('git', [...args], { cwd, maxBuffer: 64 * 1024 * 1024, env: { ...process.env, GIT_TERMINAL_PROMPT: '0' } });
+    const { stdout } = await run('git', [...safeGitArgs(), ...args], { cwd, maxBuffer: 64 * 1024 * 1024, env: gitEnvironment() });
     return stdout.trim();
   } catch (error) {
     const stderr = (error as { stderr?: string }).stderr ?? '';

@@ -8,6 +8,7 @@ import { execFile } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
+import { gitEnvironment, safeGitArgs } from '../../host/index.js';
 
 const run = promisify(execFile);
 
@@ -139,7 +140,7 @@ export const DEMO_CHANGES: readonly DemoChange[] = [
 ];
 
 export async function git(dir: string, args: readonly string[]): Promise<string> {
-  const { stdout } = await run('git', [...args], { cwd: dir, env: { ...process.env, GIT_TERMINAL_PROMPT: '0' } });
+  const { stdout } = await run('git', [...safeGitArgs(), ...args], { cwd: dir, env: gitEnvironment() });
   return stdout.trim();
 }
 

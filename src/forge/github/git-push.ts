@@ -15,6 +15,7 @@
  */
 import { execFile } from 'node:child_process';
 import { ProofgateError } from '../../core/errors.js';
+import { gitEnvironment, safeGitArgs } from '../../host/index.js';
 import type { PushRequest } from '../port.js';
 import { checkedPushBranch } from './push.js';
 import { redactSecrets } from './redact.js';
@@ -39,8 +40,8 @@ function git(dir: string, args: readonly string[], timeoutMs: number): Promise<G
   return new Promise((resolve) => {
     execFile(
       'git',
-      ['-C', dir, ...args],
-      { encoding: 'utf8', timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024, env: { ...process.env, GIT_TERMINAL_PROMPT: '0', LC_ALL: 'C' }, windowsHide: true },
+      [...safeGitArgs(), '-C', dir, ...args],
+      { encoding: 'utf8', timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024, env: gitEnvironment(), windowsHide: true },
       (error, stdout, stderr) => {
         const code = error === null ? 0 : typeof error.code === 'number' ? error.code : null;
         resolve({ code, stdout, stderr, timedOut: error !== null && (error as { killed?: boolean }).killed === true });

@@ -34,7 +34,7 @@ export async function runContained(argv: readonly string[], limits: SpawnLimits)
     output: { maxBytes: limits.outputLimit, keep: 'head', onOverflow: 'kill' },
     stderr: { maxBytes: limits.stderrLimit ?? 4096, keep: 'head' },
     killGraceMs: 0,
-    drainMs: 200,
+    drainMs: 2000,
   });
   const stderr = run.stderr.toString('utf8');
   if (run.startError !== null) return { kind: 'spawn-error', message: run.startError };

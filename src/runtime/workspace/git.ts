@@ -3,13 +3,16 @@ import { lstat, readFile, readlink, realpath } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { ProofgateError, canonicalJson, errorMessage, sha256Digest, sha256Hex } from '../../core/index.js';
+import { gitEnvironment, safeGitArgs } from '../../host/index.js';
 import type { WorkspaceAnchor, WorkspaceFileState } from './types.js';
 
 const run = promisify(execFile);
+/** Hardened like every proofgate git call: see src/host/git.ts. */
+const hardened = { env: gitEnvironment() };
 
 async function git(cwd: string, args: readonly string[]): Promise<string> {
   try {
-    const { stdout } = await run('git', [...args], { cwd, maxBuffer: 256 * 1024 * 1024, encoding: 'utf8' });
+    const { stdout } = await run('git', [...safeGitArgs(), ...args], { cwd, maxBuffer: 256 * 1024 * 1024, encoding: 'utf8', ...hardened });
     return stdout;
   } catch (error) {
     const stderr = (error as { stderr?: string }).stderr?.trim();

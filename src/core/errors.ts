@@ -35,6 +35,8 @@ export const ERROR_CODES = [
   'WEBHOOK_SIGNATURE',
   'FORGE_AUTH',
   'FORGE_API',
+  'READ_ONLY',
+  'ARTIFACT_CONFLICT',
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];

@@ -154,3 +154,15 @@ export function verifyArtifactBytes(digest: Sha256Digest, bytes: Uint8Array, exp
   }
   return new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }
+
+/**
+ * An artifact's media type and purpose are part of its identity within a run:
+ * the same bytes already stored with other metadata are refused
+ * (`ARTIFACT_CONFLICT`), so a returned reference always describes what is stored.
+ */
+export function refuseOtherArtifactMeta(ref: ArtifactRef, runId: string, stored: ArtifactMeta): void {
+  if (stored.mediaType === ref.mediaType && stored.purpose === ref.purpose) return;
+  throw new ProofgateError('ARTIFACT_CONFLICT',
+    `artifact ${ref.digest} is already stored for run ${runId} as ${JSON.stringify(stored.mediaType)} (purpose ${JSON.stringify(stored.purpose)}); the same bytes cannot be stored again as ${JSON.stringify(ref.mediaType)} (purpose ${JSON.stringify(ref.purpose)})`,
+    { digest: ref.digest, runId, stored: { ...stored }, requested: { mediaType: ref.mediaType, purpose: ref.purpose } });
+}

@@ -222,6 +222,29 @@ export function storageConformance(harness: () => StorageHarness): void {
     await storage.close();
   });
 
+  it('treats an artifact\'s metadata as part of its identity: other metadata for stored bytes is ARTIFACT_CONFLICT', async () => {
+    const storage = await openFresh();
+    const { artifactStore } = storage;
+    const scope = { namespace: storage.record.namespace, runId: 'run-meta' };
+    const bytes = Buffer.from('{"same":"bytes"}');
+    const ref = await artifactStore.write(scope, bytes, { mediaType: 'application/json', purpose: 'proof-packet' });
+    for (const other of [
+      { mediaType: 'text/plain', purpose: 'proof-packet' },
+      { mediaType: 'application/json', purpose: 'check-output' },
+    ]) {
+      const error = await expectCode(artifactStore.write(scope, bytes, other), 'ARTIFACT_CONFLICT');
+      expect(error.message).toContain(ref.digest);
+      expect(error.message).not.toContain('\n');
+    }
+    // The stored metadata is unchanged, and writing it again returns exactly the stored ref.
+    expect(await artifactStore.write(scope, bytes, { mediaType: 'application/json', purpose: 'proof-packet' })).toEqual(ref);
+    expect(await artifactStore.usage(scope)).toBe(bytes.length);
+    // Another run is another scope: the same bytes may carry other metadata there.
+    const elsewhere = await artifactStore.write({ ...scope, runId: 'run-meta-2' }, bytes, { mediaType: 'text/plain', purpose: 'check-output' });
+    expect(elsewhere).toEqual({ digest: ref.digest, byteLength: bytes.length, mediaType: 'text/plain', purpose: 'check-output' });
+    await storage.close();
+  });
+
   it('survives close and reopen, and refuses a reopen with another policy', async () => {
     const namespace = uniqueNamespace('reopen');
     const first = await harness().open({ namespace });

@@ -1,12 +1,9 @@
 import type { Command } from 'commander';
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
-import { ProofgateError } from '../../core/index.js';
+import { ProofgateError, errorMessage, isProofgateError } from '../../core/index.js';
 import { RUN_STREAM_PREFIX, checkRunId, parseRunEvent, runStreamId, type RunEvent } from '../../runtime/run/stream.js';
-import { defaultStoragePolicy } from '../../storage/policy.js';
 import type { RunStorage } from '../../storage/policy-types.js';
 import type { StoredEvent } from '../../storage/ports.js';
-import { DATABASE_FILE, createLocalRunStorage } from '../../storage/sqlite/index.js';
+import { openLocalStoreReader } from '../../storage/sqlite/index.js';
 import { repositoryStateDir, resolveDataDir } from '../data-dir.js';
 import { emit } from '../io.js';
 
@@ -21,13 +18,48 @@ async function storeDirectory(options: StoreOptions): Promise<string> {
   return resolveDataDir(options.data, (await repositoryStateDir(options.repo)) ?? '.proofgate');
 }
 
+/**
+ * Open the namespace read-only with the policy it was created with; the store
+ * is never created, migrated or registered into. No database file, or no such
+ * namespace in it, is `null` (there are no runs to show).
+ */
 async function openStore(options: StoreOptions): Promise<RunStorage | null> {
   const directory = await storeDirectory(options);
-  if (!existsSync(join(directory, DATABASE_FILE))) return null;
-  return createLocalRunStorage({ directory, namespace: options.namespace, policy: defaultStoragePolicy });
+  try {
+    return openLocalStoreReader({ directory, namespace: options.namespace });
+  } catch (error) {
+    if (isProofgateError(error, 'NOT_FOUND')) return null;
+    throw error;
+  }
 }
 
-type RunSummary = { runId: string; status: string; graphId: string; startedAt: string; events: number; lastEventAt: string };
+type RunSummary = {
+  runId: string;
+  status: string;
+  graphId: string;
+  startedAt: string;
+  events: number;
+  lastEventAt: string;
+  /** Why the run's events cannot be read (status `unreadable` only). */
+  reason?: string;
+};
+
+/** Check every event of a run stream: the events, or the first reason one of them is not a run event. */
+function parseRun(events: readonly StoredEvent[]): { kind: 'ok'; events: RunEvent[] } | { kind: 'unreadable'; reason: string } {
+  try {
+    return { kind: 'ok', events: events.map(parseRunEvent) };
+  } catch (error) {
+    return { kind: 'unreadable', reason: errorMessage(error) };
+  }
+}
+
+/** By start time, then run id; runs without a readable start time last. */
+function byStart(a: RunSummary, b: RunSummary): number {
+  const known = Number(a.startedAt === '?') - Number(b.startedAt === '?');
+  if (known !== 0) return known;
+  if (a.startedAt !== b.startedAt) return a.startedAt < b.startedAt ? -1 : 1;
+  return a.runId < b.runId ? -1 : a.runId > b.runId ? 1 : 0;
+}
 
 function statusOf(events: readonly StoredEvent[]): string {
   for (let i = events.length - 1; i >= 0; i -= 1) {
@@ -41,17 +73,23 @@ function statusOf(events: readonly StoredEvent[]): string {
 
 async function summarize(storage: RunStorage, streamId: string): Promise<RunSummary> {
   const events = await storage.eventStore.read(streamId);
-  const first = events[0] ? parseRunEvent(events[0]) : null;
+  const base = { runId: streamId.slice(RUN_STREAM_PREFIX.length), events: events.length, lastEventAt: events[events.length - 1]?.recordedAt ?? '?' };
+  const parsed = parseRun(events);
+  if (parsed.kind === 'unreadable') return { ...base, status: 'unreadable', graphId: '?', startedAt: '?', reason: parsed.reason };
+  const first = parsed.events[0];
   const started = first?.type === 'run-started' ? first.data : null;
   const definition = started?.graphDefinition as { id?: unknown } | undefined;
   return {
-    runId: streamId.slice(RUN_STREAM_PREFIX.length),
+    ...base,
     status: statusOf(events),
     graphId: typeof definition?.id === 'string' ? definition.id : '?',
     startedAt: started?.timestamp ?? '?',
-    events: events.length,
-    lastEventAt: events[events.length - 1]?.recordedAt ?? '?',
   };
+}
+
+function listLine(run: RunSummary): string {
+  if (run.reason !== undefined) return `${run.runId}  ${run.status.padEnd(10)} ${run.events} events: ${run.reason}`;
+  return `${run.runId}  ${run.status.padEnd(10)} graph ${run.graphId}  started ${run.startedAt}  ${run.events} events`;
 }
 
 function describeEvent(event: RunEvent): string {
@@ -96,24 +134,23 @@ export function registerRunsCommands(program: Command): void {
         await storage.close();
       }
     }
-    await emit(Boolean(options.json), summaries, () => (summaries.length === 0 ? 'no runs'
-      : summaries.map((run) => `${run.runId}  ${run.status.padEnd(8)} graph ${run.graphId}  started ${run.startedAt}  ${run.events} events`).join('\n')));
+    summaries.sort(byStart);
+    await emit(Boolean(options.json), summaries, () => (summaries.length === 0 ? 'no runs' : summaries.map(listLine).join('\n')));
   });
 
   storeOptions(runs.command('show').description('show a run as a timeline (--json: its raw events)').argument('<runId>', 'run id'))
     .action(async (runIdArg: string, options: StoreOptions) => {
       const runId = checkRunId(runIdArg);
       const storage = await openStore(options);
-      if (!storage) throw new ProofgateError('NOT_FOUND', `run ${runId} not found (no store in ${await storeDirectory(options)})`);
+      if (!storage) throw new ProofgateError('NOT_FOUND', `run ${runId} not found (no namespace ${options.namespace} in ${await storeDirectory(options)})`);
       try {
         const events = await storage.eventStore.read(runStreamId(runId));
         if (events.length === 0) throw new ProofgateError('NOT_FOUND', `run ${runId} not found`);
+        const parsed = parseRun(events);
+        if (parsed.kind === 'unreadable') throw new ProofgateError('INVALID_STORED_VALUE', `run ${runId} is unreadable: ${parsed.reason}`, { runId });
         const related = (await storage.eventStore.listStreams(`${runStreamId(runId)}/`)).map((stream) => `${stream.streamId} (${stream.revision} events)`);
         await emit(Boolean(options.json), events, () => {
-          const lines = events.map((event) => {
-            const parsed = parseRunEvent(event);
-            return `${String(event.revision).padStart(4)}  ${event.recordedAt}  ${event.type.padEnd(19)} ${describeEvent(parsed)}`;
-          });
+          const lines = parsed.events.map((event) => `${String(event.revision).padStart(4)}  ${event.recordedAt}  ${event.type.padEnd(19)} ${describeEvent(event)}`);
           const status = statusOf(events);
           return [`run ${runId}: ${status}`, ...lines, ...(related.length > 0 ? ['related streams:', ...related.map((line) => `  ${line}`)] : [])].join('\n');
         });

@@ -1,6 +1,6 @@
 import type { Pool } from 'pg';
 import { ProofgateError, type Clock, type Sha256Digest } from '../../core/index.js';
-import { refDigest, verifyArtifactBytes, type WriteGuard } from '../guard.js';
+import { refDigest, refuseOtherArtifactMeta, verifyArtifactBytes, type WriteGuard } from '../guard.js';
 import type { ArtifactMeta, ArtifactRef, ArtifactScope, ArtifactStore } from '../ports.js';
 
 /** The PostgreSQL artifact store of one namespace. `live()` throws CLOSED once the storage is closed. */
@@ -22,8 +22,12 @@ export function createPostgresArtifactStore(pool: Pool, guard: WriteGuard, clock
         await client.query('BEGIN');
         // One writer per run at a time, so the quota check and the insert see the same total.
         await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`proofgate-artifacts\u0001${namespace}\u0001${runId}`]);
-        const found = await client.query('SELECT 1 FROM proofgate_artifacts WHERE namespace = $1 AND run_id = $2 AND digest = $3', [namespace, runId, ref.digest]);
-        if (found.rowCount === 0) {
+        const found = await client.query<{ media_type: string; purpose: string }>(
+          'SELECT media_type, purpose FROM proofgate_artifacts WHERE namespace = $1 AND run_id = $2 AND digest = $3', [namespace, runId, ref.digest]);
+        const stored = found.rows[0];
+        if (stored !== undefined) {
+          refuseOtherArtifactMeta(ref, runId, { mediaType: stored.media_type, purpose: stored.purpose });
+        } else {
           const total = await client.query<{ total: string | null }>(
             'SELECT sum(byte_length)::text AS total FROM proofgate_artifacts WHERE namespace = $1 AND run_id = $2', [namespace, runId]);
           guard.checkRunQuota(runId, Number(total.rows[0]?.total ?? 0), ref.byteLength);

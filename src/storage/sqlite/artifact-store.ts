@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import { ProofgateError, type Clock, type Sha256Digest } from '../../core/index.js';
-import { refDigest, verifyArtifactBytes, type PreparedArtifact, type WriteGuard } from '../guard.js';
+import { refDigest, refuseOtherArtifactMeta, verifyArtifactBytes, type PreparedArtifact, type WriteGuard } from '../guard.js';
 import type { ArtifactMeta, ArtifactRef, ArtifactScope, ArtifactStore } from '../ports.js';
 
 /** The SQLite artifact store of one namespace. `live()` throws CLOSED once the storage is closed. */
@@ -12,8 +12,8 @@ export function createSqliteArtifactStore(
 ): ArtifactStore {
   const namespace = guard.namespace;
   const statements = {
-    find: db.prepare<[string, string, string], { byte_length: number }>(
-      'SELECT byte_length FROM proofgate_artifacts WHERE namespace = ? AND run_id = ? AND digest = ?'),
+    find: db.prepare<[string, string, string], { media_type: string; purpose: string }>(
+      'SELECT media_type, purpose FROM proofgate_artifacts WHERE namespace = ? AND run_id = ? AND digest = ?'),
     usage: db.prepare<[string, string], { total: number | null }>(
       'SELECT sum(byte_length) AS total FROM proofgate_artifacts WHERE namespace = ? AND run_id = ?'),
     insert: db.prepare<[string, string, string, number, string, string, Buffer, string]>(
@@ -24,7 +24,11 @@ export function createSqliteArtifactStore(
 
   const writeInTransaction = db.transaction((artifact: PreparedArtifact, createdAt: string): ArtifactRef => {
     const { ref, runId } = artifact;
-    if (statements.find.get(namespace, runId, ref.digest) !== undefined) return ref;
+    const stored = statements.find.get(namespace, runId, ref.digest);
+    if (stored !== undefined) {
+      refuseOtherArtifactMeta(ref, runId, { mediaType: stored.media_type, purpose: stored.purpose });
+      return ref;
+    }
     guard.checkRunQuota(runId, statements.usage.get(namespace, runId)?.total ?? 0, ref.byteLength);
     statements.insert.run(namespace, runId, ref.digest, ref.byteLength, ref.mediaType, ref.purpose, artifact.bytes, createdAt);
     return ref;

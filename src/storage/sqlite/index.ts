@@ -1,13 +1,17 @@
 import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
 import type Database from 'better-sqlite3';
 import { ProofgateError, canonicalJson, errorMessage, systemClock, type Clock } from '../../core/index.js';
 import type { RunStorage, StoragePolicy } from '../policy-types.js';
 import { checkStoredNamespace, closedError, planOpen, type StoredNamespace } from '../record.js';
 import { createSqliteArtifactStore } from './artifact-store.js';
+import { DATABASE_FILE } from './constants.js';
+import { sqliteFailure, withSqliteErrors } from './errors.js';
 import { createSqliteEventStore } from './event-store.js';
 import { openSqliteDatabase } from './schema.js';
 
 export { DATABASE_FILE, SQLITE_SCHEMA_VERSION } from './constants.js';
+export { openLocalStoreReader, type LocalStoreReaderOptions } from './reader.js';
 
 export interface LocalRunStorageOptions {
   /** Directory holding the database file (created if missing). */
@@ -43,7 +47,9 @@ function registerNamespace(db: Database.Database, storage: Pick<RunStorage, 'rec
  * (`POLICY_VIOLATION`, `UNSUPPORTED_SCHEMA_VERSION`, `NOT_OUR_DATABASE`,
  * `CORRUPT_DATABASE`, `STORAGE_MISMATCH`, `INVALID_INPUT`, and `IO` when the
  * directory cannot be created: a path that is a file, a parent that is a
- * file, no permission).
+ * file, no permission). Damage or an I/O failure that SQLite only finds
+ * later, when a statement reads a broken page, is the same typed
+ * `CORRUPT_DATABASE` / `IO` error naming the file, from any store method.
  */
 export function createLocalRunStorage(options: LocalRunStorageOptions): RunStorage {
   const { record, guard } = planOpen('sqlite', options.namespace, options.policy, options.knownSecrets);
@@ -58,20 +64,21 @@ export function createLocalRunStorage(options: LocalRunStorageOptions): RunStora
     }
   }
   const db = openSqliteDatabase(options.directory, options.busyTimeoutMs ?? 10_000);
+  const file = join(options.directory, DATABASE_FILE);
   let closed = false;
   try {
     registerNamespace(db, { record }, clock.now().toISOString());
   } catch (error) {
     db.close();
-    throw error;
+    throw sqliteFailure(error, file);
   }
   const live = (): void => {
     if (closed) throw closedError();
   };
   return Object.freeze({
     record,
-    eventStore: createSqliteEventStore(db, guard, clock, live),
-    artifactStore: createSqliteArtifactStore(db, guard, clock, live),
+    eventStore: withSqliteErrors(createSqliteEventStore(db, guard, clock, live), file),
+    artifactStore: withSqliteErrors(createSqliteArtifactStore(db, guard, clock, live), file),
     prepareJson: (value: unknown, where?: string) => guard.prepareJson(value, where),
     async close(): Promise<void> {
       if (closed) return;

@@ -1,7 +1,8 @@
-import { closeSync, mkdirSync, openSync, readSync, statSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { ProofgateError } from '../../core/index.js';
+import { corruptDatabase, isSqliteError, sqliteFailure } from './errors.js';
 
 import { APPLICATION_ID, DATABASE_FILE, SQLITE_SCHEMA_VERSION } from './constants.js';
 
@@ -53,21 +54,6 @@ const MIGRATIONS: readonly (readonly string[])[] = [
   ],
 ];
 
-function corrupt(file: string, reason: string): ProofgateError {
-  return new ProofgateError('CORRUPT_DATABASE', `${file} is not a readable SQLite database: ${reason}`, { file });
-}
-
-function isSqliteError(error: unknown): error is Error & { code: string } {
-  const code = error instanceof Error ? (error as Error & { code?: unknown }).code : undefined;
-  return typeof code === 'string' && code.startsWith('SQLITE_');
-}
-
-/** Map SQLite's "this is not a database / it is damaged" errors to CORRUPT_DATABASE. */
-function asCorrupt(error: unknown, file: string): unknown {
-  if (isSqliteError(error) && /^SQLITE_(NOTADB|CORRUPT)/.test(error.code)) return corrupt(file, error.message);
-  return error;
-}
-
 /** Refuse a nonempty file that does not start with the SQLite header, before SQLite touches it. */
 function checkHeader(file: string): void {
   let size: number;
@@ -84,10 +70,10 @@ function checkHeader(file: string): void {
   } finally {
     closeSync(fd);
   }
-  if (size < 100 || !header.equals(SQLITE_HEADER)) throw corrupt(file, 'the file header is not SQLite\'s');
+  if (size < 100 || !header.equals(SQLITE_HEADER)) throw corruptDatabase(file, 'the file header is not SQLite\'s');
 }
 
-type Identity = { kind: 'fresh' } | { kind: 'ours'; version: number };
+export type Identity = { kind: 'fresh' } | { kind: 'ours'; version: number };
 
 /** Read-only: is this file empty, ours (at which version), or someone else's? */
 function identify(db: Database.Database, file: string): Identity {
@@ -149,7 +135,7 @@ export function openSqliteDatabase(directory: string, busyTimeoutMs: number): Da
   try {
     db = new Database(file, { timeout: busyTimeoutMs });
   } catch (error) {
-    throw asCorrupt(error, file);
+    throw sqliteFailure(error, file);
   }
   try {
     identify(db, file);
@@ -159,6 +145,45 @@ export function openSqliteDatabase(directory: string, busyTimeoutMs: number): Da
     return db;
   } catch (error) {
     db.close();
-    throw asCorrupt(error, file);
+    throw sqliteFailure(error, file);
+  }
+}
+
+/** A database opened for inspection only: SQLite refuses every write on it. */
+export interface ReadOnlyDatabase {
+  readonly db: Database.Database;
+  readonly file: string;
+  readonly identity: Identity;
+}
+
+/**
+ * Open the proofgate database in `directory` read-only, for inspection: the
+ * file must exist (else `NOT_FOUND`) and is identified as on a normal open
+ * (`CORRUPT_DATABASE`, `NOT_OUR_DATABASE`, `UNSUPPORTED_SCHEMA_VERSION`), but
+ * nothing is created, migrated or switched to WAL, and the connection cannot
+ * write. An empty file reads as `fresh`. SQLite may create the `-wal` and
+ * `-shm` side files next to a WAL database; the database file itself is not
+ * changed.
+ */
+export function openSqliteReadOnly(directory: string): ReadOnlyDatabase {
+  if (typeof directory !== 'string' || directory === '') throw new ProofgateError('INVALID_INPUT', 'directory must be a nonempty path');
+  const file = join(directory, DATABASE_FILE);
+  if (!existsSync(file)) throw new ProofgateError('NOT_FOUND', `no proofgate database at ${file}`, { file });
+  checkHeader(file);
+  let db: Database.Database;
+  try {
+    db = new Database(file, { readonly: true, fileMustExist: true });
+  } catch (error) {
+    throw sqliteFailure(error, file);
+  }
+  try {
+    const identity = identify(db, file);
+    if (identity.kind === 'ours' && identity.version < SQLITE_SCHEMA_VERSION) {
+      throw new ProofgateError('UNSUPPORTED_SCHEMA_VERSION', `${file} has proofgate schema version ${identity.version}; open it for writing once to migrate it to ${SQLITE_SCHEMA_VERSION}`, { file, version: identity.version });
+    }
+    return { db, file, identity };
+  } catch (error) {
+    db.close();
+    throw sqliteFailure(error, file);
   }
 }

@@ -48,17 +48,34 @@ export async function emit(json: boolean, value: unknown, human: () => string): 
   await writeOut(json ? `${JSON.stringify(value)}\n` : `${human()}\n`);
 }
 
+/** What `reportError` needs to know about the command that failed. */
+export interface ErrorReportOptions {
+  /** The command was given `--json`: also print the error as JSON on stdout. */
+  readonly json?: boolean;
+}
+
+/** The machine-readable form of a failure, printed on stdout under `--json`. */
+export interface ErrorDocument {
+  readonly error: { readonly code: string; readonly message: string };
+}
+
 /**
- * Turn any thrown value into one line on stderr and an exit code. User errors
- * (typed) never show a stack trace; an unexpected error shows one only when
- * PROOFGATE_DEBUG is set.
+ * Turn any thrown value into one line on stderr and an exit code. A typed
+ * error's line ends with its code in brackets (`proofgate: <message> [CODE]`)
+ * so scripts can branch on it; under `--json` the same code and message are
+ * also printed on stdout as one `{"error":{"code","message"}}` line. User
+ * errors (typed) never show a stack trace; an unexpected error is reported
+ * with code INTERNAL and shows its stack only when PROOFGATE_DEBUG is set.
  */
-export function reportError(error: unknown): number {
-  if (isProofgateError(error)) {
-    process.stderr.write(`proofgate: ${errorMessage(error)}\n`);
-    return error.code === 'USAGE' ? EXIT.usage : EXIT.failure;
+export async function reportError(error: unknown, options: ErrorReportOptions = {}): Promise<number> {
+  const typed = isProofgateError(error);
+  const message = errorMessage(error);
+  const code = typed ? error.code : 'INTERNAL';
+  process.stderr.write(typed ? `proofgate: ${message} [${code}]\n` : `proofgate: internal error: ${message}\n`);
+  if (!typed && process.env.PROOFGATE_DEBUG && error instanceof Error && error.stack) process.stderr.write(`${error.stack}\n`);
+  if (options.json === true) {
+    const document: ErrorDocument = { error: { code, message } };
+    await writeOut(`${JSON.stringify(document)}\n`);
   }
-  process.stderr.write(`proofgate: internal error: ${errorMessage(error)}\n`);
-  if (process.env.PROOFGATE_DEBUG && error instanceof Error && error.stack) process.stderr.write(`${error.stack}\n`);
-  return EXIT.failure;
+  return typed && error.code === 'USAGE' ? EXIT.usage : EXIT.failure;
 }

@@ -40,6 +40,11 @@ export function buildProgram(): Command {
 export async function runCli(argv: readonly string[]): Promise<number> {
   const program = buildProgram();
   commandExit.status = EXIT.ok;
+  // Known once the arguments parsed: whether the command that runs was given --json.
+  let json = false;
+  program.hook('preAction', (_program, actionCommand) => {
+    json = actionCommand.opts<{ json?: unknown }>().json === true;
+  });
   try {
     await program.parseAsync([...argv], { from: 'user' });
     return commandExit.status;
@@ -49,6 +54,6 @@ export async function runCli(argv: readonly string[]): Promise<number> {
       // 'commander.help': no command was given, so help went to stderr as a usage error.
       return EXIT.usage;
     }
-    return reportError(error);
+    return reportError(error, { json });
   }
 }

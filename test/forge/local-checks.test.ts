@@ -117,17 +117,45 @@ describe('local forge: checks run', () => {
     expect(repo.git(['worktree', 'list', '--porcelain']).split('\n').filter((line) => line.startsWith('worktree '))).toHaveLength(1);
   });
 
-  it('caps the output it keeps and marks it truncated', async () => {
-    fixture = await localFixture(yamlChecks([{ name: 'noisy', run: 'yes proofgate | head -c 100000' }]), { outputCapBytes: 1000 });
+  it('keeps the tail of an output over the cap, says the first bytes were dropped, and marks it truncated', async () => {
+    fixture = await localFixture(yamlChecks([{ name: 'noisy', run: 'echo first line; yes proofgate | head -c 100000; echo the failure explains itself here' }]), { outputCapBytes: 1000 });
     const { forge } = fixture;
     const change = await forge.openChange({ head: 'feature', base: 'main' });
     const { results } = await forge.runChecks(change.id);
     expect(results[0]).toMatchObject({ conclusion: 'success', outputTruncated: true });
     const { runId, digest } = parseOutputUrl(results[0]?.outputUrl ?? '');
     const text = Buffer.from(await forge.store.storage.artifactStore.read({ namespace: forge.store.storage.namespace, runId }, digest)).toString();
-    expect(text.startsWith('proofgate\n'.repeat(100))).toBe(true);
-    expect(text).toContain('[proofgate] output truncated at the cap');
-    expect(text.length).toBeLessThan(1100);
+    const [header, ...rest] = text.split('\n');
+    expect(header).toBe('[proofgate] (first bytes dropped: the output passed the 1000-byte cap; its last 1000 bytes follow)');
+    const kept = rest.join('\n');
+    expect(Buffer.byteLength(kept)).toBe(1000);
+    expect(kept.endsWith('proofgate\nthe failure explains itself here\n')).toBe(true);
+    expect(text).not.toContain('first line');
+  });
+
+  it('an output within the cap is kept whole, with no notice', async () => {
+    fixture = await localFixture(yamlChecks([{ name: 'quiet', run: 'echo first line; echo last line' }]), { outputCapBytes: 1000 });
+    const { forge } = fixture;
+    const change = await forge.openChange({ head: 'feature', base: 'main' });
+    const { results } = await forge.runChecks(change.id);
+    expect(results[0]).toMatchObject({ conclusion: 'success', outputTruncated: false });
+    const { runId, digest } = parseOutputUrl(results[0]?.outputUrl ?? '');
+    const text = Buffer.from(await forge.store.storage.artifactStore.read({ namespace: forge.store.storage.namespace, runId }, digest)).toString();
+    expect(text).toBe('first line\nlast line\n');
+  });
+
+  it('a cut inside a multi-byte character starts the kept tail at the next whole character', async () => {
+    // 1000 two-byte characters and one ASCII byte: the last 1000 bytes begin with the second byte of an 'é'.
+    fixture = await localFixture(yamlChecks([{ name: 'accents', run: `node -e "process.stdout.write('\\u00e9'.repeat(1000) + 'x')"` }]), { outputCapBytes: 1000 });
+    const { forge } = fixture;
+    const change = await forge.openChange({ head: 'feature', base: 'main' });
+    const { results } = await forge.runChecks(change.id);
+    expect(results[0]).toMatchObject({ conclusion: 'success', outputTruncated: true });
+    const { runId, digest } = parseOutputUrl(results[0]?.outputUrl ?? '');
+    const text = Buffer.from(await forge.store.storage.artifactStore.read({ namespace: forge.store.storage.namespace, runId }, digest)).toString();
+    const kept = text.slice(text.indexOf('\n') + 1);
+    expect(kept).toBe(`${'\u00e9'.repeat(499)}x`);
+    expect(text).toContain('its last 999 bytes follow');
   });
 
   it('forgets results when the head moves, and is CLEAN once every check passed on the new head', async () => {

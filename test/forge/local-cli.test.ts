@@ -65,6 +65,53 @@ describe('proofgate change / checks (local forge CLI)', () => {
     expect(human.stdout).toContain('author     Tess Tester (read)');
   });
 
+  it('checks log prints the stored output of the newest run of a check on the current head', () => {
+    const marks = mkdtempSync(join(tmpdir(), 'proofgate-cli-marks-'));
+    cleanups.push(() => rmSync(marks, { recursive: true, force: true }));
+    const counter = `echo run >> ${marks}/runs; echo "run $(wc -l < ${marks}/runs)"`;
+    const config = ['checks:', '  - name: greet', '    run: echo "hello from $PROOFGATE_HEAD_SHA"', '  - name: silent', '    run: "exit 4"', '  - name: count', `    run: ${JSON.stringify(counter)}`, ''];
+    const repo = repoWithChange(config.join('\n'));
+    expect(runCli(['change', 'open', '--head', 'feature', '--repo', repo.dir]).status).toBe(0);
+    const before = runCli(['checks', 'log', '1', 'greet', '--repo', repo.dir]);
+    expect(before.status).toBe(1);
+    expect(oneLine(before.stderr)).toBe(`proofgate: change 1: no run of check "greet" at head ${repo.headSha} [NOT_FOUND]`);
+
+    expect(runCli(['checks', 'run', '1', '--repo', repo.dir]).status).toBe(1);
+    const log = runCli(['checks', 'log', '1', 'greet', '--repo', repo.dir]);
+    expect(log.status, log.stderr).toBe(0);
+    expect(log.stdout).toBe(`hello from ${repo.headSha}\n`);
+    expect(log.stderr).toBe('');
+    const json = runCli(['checks', 'log', '1', 'greet', '--repo', repo.dir, '--json']);
+    expect(JSON.parse(json.stdout)).toMatchObject({ changeId: '1', headSha: repo.headSha, name: 'greet', status: 'completed', conclusion: 'success', output: `hello from ${repo.headSha}\n` });
+    expect(JSON.parse(json.stdout).outputUrl).toMatch(/^artifact:\/\/[^/]+\/[^/]+\/sha256:[0-9a-f]{64}$/);
+    // The newest run on the head wins.
+    expect(runCli(['checks', 'log', '1', 'count', '--repo', repo.dir]).stdout.trim()).toBe('run 1');
+    expect(runCli(['checks', 'run', '1', '--repo', repo.dir]).status).toBe(1);
+    expect(runCli(['checks', 'log', '1', 'count', '--repo', repo.dir]).stdout.trim()).toBe('run 2');
+    // A check that printed nothing has nothing to print.
+    const silent = runCli(['checks', 'log', '1', 'silent', '--repo', repo.dir]);
+    expect({ status: silent.status, stdout: silent.stdout }).toEqual({ status: 0, stdout: '' });
+    const unknown = runCli(['checks', 'log', '1', 'nope', '--repo', repo.dir]);
+    expect(unknown.status).toBe(1);
+    expect(oneLine(unknown.stderr)).toContain('no run of check "nope"');
+
+    // A new head: the old run does not describe it.
+    const moved = repo.commit('feature', { 'more.txt': 'more\n' }, 'more work');
+    const stale = runCli(['checks', 'log', '1', 'greet', '--repo', repo.dir]);
+    expect(stale.status).toBe(1);
+    expect(oneLine(stale.stderr)).toBe(`proofgate: change 1: no run of check "greet" at head ${moved} [NOT_FOUND]`);
+    const rerun = runCli(['checks', 'run', '1', '--repo', repo.dir]);
+    expect({ status: rerun.status, stderr: rerun.stderr }).toEqual({ status: 1, stderr: expect.stringMatching(/^check greet: success /m) });
+    const fresh = runCli(['checks', 'log', '1', 'greet', '--repo', repo.dir]);
+    expect({ status: fresh.status, stdout: fresh.stdout, stderr: fresh.stderr }).toEqual({ status: 0, stdout: `hello from ${moved}\n`, stderr: '' });
+
+    const help = runCli(['checks', 'log', '--help']);
+    expect(help.status).toBe(0);
+    expect(help.stdout).toContain('Usage: proofgate checks log [options] <id> <name>');
+    const usage = runCli(['checks', 'log', '1', '--repo', repo.dir]);
+    expect(usage.status).toBe(2);
+  });
+
   it('merges at the expected head and refuses a stale one', () => {
     const repo = repoWithChange('');
     expect(runCli(['change', 'open', '--head', 'feature', '--repo', repo.dir]).status).toBe(0);
@@ -78,7 +125,7 @@ describe('proofgate change / checks (local forge CLI)', () => {
     expect(runCli(['change', 'list', '--state', 'merged', '--repo', repo.dir]).stdout).toContain('1\tmerged\tfeature -> main');
     const close = runCli(['change', 'close', '1', '--repo', repo.dir]);
     expect(close.status).toBe(1);
-    expect(oneLine(close.stderr)).toBe('proofgate: change 1 is merged; it cannot be closed');
+    expect(oneLine(close.stderr)).toBe('proofgate: change 1 is merged; it cannot be closed [INVALID_INPUT]');
   });
 
   it('honours --data and PROOFGATE_DATA_DIR', () => {
@@ -97,13 +144,13 @@ describe('proofgate change / checks (local forge CLI)', () => {
     const notRepo = mkdtempSync(join(tmpdir(), 'proofgate-cli-plain-'));
     cleanups.push(() => rmSync(notRepo, { recursive: true, force: true }));
     const cases: Array<[string[], number, string]> = [
-      [['change', 'list', '--repo', notRepo], 1, `proofgate: not a git repository: ${notRepo}`],
-      [['change', 'open', '--head', 'nope', '--repo', repo.dir], 1, `proofgate: no branch "nope" in ${repo.dir}`],
-      [['change', 'show', '7', '--repo', repo.dir], 1, 'proofgate: no change with id "7"'],
-      [['checks', 'run', 'x', '--repo', repo.dir], 1, 'proofgate: no change with id "x"'],
+      [['change', 'list', '--repo', notRepo], 1, `proofgate: not a git repository: ${notRepo} [GIT]`],
+      [['change', 'open', '--head', 'nope', '--repo', repo.dir], 1, `proofgate: no branch "nope" in ${repo.dir} [NOT_FOUND]`],
+      [['change', 'show', '7', '--repo', repo.dir], 1, 'proofgate: no change with id "7" [NOT_FOUND]'],
+      [['checks', 'run', 'x', '--repo', repo.dir], 1, 'proofgate: no change with id "x" [NOT_FOUND]'],
       [['change', 'open', '--repo', repo.dir], 2, "proofgate: required option '--head <branch>' not specified"],
-      [['change', 'list', '--state', 'weird', '--repo', repo.dir], 2, 'proofgate: --state must be one of open, closed, merged, all'],
-      [['change', 'merge', '1', '--expected-head', 'abc', '--repo', repo.dir], 2, 'proofgate: --expected-head must be a full 40-character sha'],
+      [['change', 'list', '--state', 'weird', '--repo', repo.dir], 2, 'proofgate: --state must be one of open, closed, merged, all [USAGE]'],
+      [['change', 'merge', '1', '--expected-head', 'abc', '--repo', repo.dir], 2, 'proofgate: --expected-head must be a full 40-character sha [USAGE]'],
     ];
     for (const [args, status, line] of cases) {
       const result = runCli(args);

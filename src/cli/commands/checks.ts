@@ -1,6 +1,8 @@
 import type { Command } from 'commander';
-import type { CheckProgress, CheckRunResult } from '../../forge/local/index.js';
-import { EXIT, emit, setExitStatus } from '../io.js';
+import { ProofgateError } from '../../core/index.js';
+import { parseOutputUrl, type CheckProgress, type CheckRunResult, type LocalForge } from '../../forge/local/index.js';
+import type { ForgeCheck } from '../../forge/port.js';
+import { EXIT, emit, setExitStatus, writeOut } from '../io.js';
 import { addLocalForgeOptions, withLocalForge, type LocalForgeFlags } from './change.js';
 
 const seconds = (ms: number): string => `${(ms / 1000).toFixed(1)}s`;
@@ -22,6 +24,32 @@ function renderResults(changeId: string, headSha: string, results: readonly Chec
     lines.push(`  ${result.conclusion.padEnd(15)} ${result.name} (${seconds(result.durationMs)})${result.outputUrl === null ? '' : `  ${result.outputUrl}`}`);
   }
   return lines.join('\n');
+}
+
+/** What `checks log` found: the newest run of one check on the change's current head and its stored output. */
+interface CheckLog {
+  readonly changeId: string;
+  readonly headSha: string;
+  readonly name: string;
+  readonly status: ForgeCheck['status'];
+  readonly conclusion: ForgeCheck['conclusion'];
+  readonly outputUrl: string | null;
+  readonly output: string;
+}
+
+async function readCheckLog(forge: LocalForge, changeId: string, name: string): Promise<CheckLog> {
+  const snapshot = await forge.snapshot(changeId);
+  const headSha = snapshot.head.sha;
+  // The snapshot holds the newest run of each check name on the current head.
+  const check = snapshot.checks.find((entry) => entry.name === name);
+  if (check === undefined) throw new ProofgateError('NOT_FOUND', `change ${changeId}: no run of check "${name}" at head ${headSha}`);
+  if (check.status !== 'completed') throw new ProofgateError('NOT_FOUND', `change ${changeId}: check "${name}" is ${check.status} at head ${headSha}; it has no output yet`);
+  let output = '';
+  if (check.url !== null) {
+    const { namespace, runId, digest } = parseOutputUrl(check.url);
+    output = Buffer.from(await forge.store.storage.artifactStore.read({ namespace, runId }, digest)).toString('utf8');
+  }
+  return { changeId, headSha, name, status: check.status, conclusion: check.conclusion, outputUrl: check.url, output };
 }
 
 export function registerChecksCommands(program: Command): void {
@@ -49,5 +77,22 @@ export function registerChecksCommands(program: Command): void {
       process.stderr.write(`proofgate: ${failed.length} of ${results.length} checks did not pass: ${failed.map((result) => `${result.name} (${result.conclusion})`).join(', ')}\n`);
       setExitStatus(EXIT.failure);
     }
+  });
+
+  addLocalForgeOptions(
+    checks
+      .command('log')
+      .description("print the stored output of the newest run of check NAME on the change's current head")
+      .argument('<id>', 'change id')
+      .argument('<name>', 'check name, as in .proofgate.yml of the base branch')
+      .option('--json', 'print {"changeId","headSha","name","status","conclusion","outputUrl","output"} as JSON')
+      .addHelpText(
+        'after',
+        '\nThe output is printed as stored: stdout and stderr interleaved, the tail kept under the output cap (a cut output starts with a "(first bytes dropped ...)" line), secret-looking text redacted. A check that printed nothing prints nothing. Exit 1 with one line on stderr when the change has no completed run of NAME at its current head.',
+      ),
+  ).action(async (id: string, name: string, flags: LocalForgeFlags) => {
+    const log = await withLocalForge(flags, (forge) => readCheckLog(forge, id, name));
+    if (flags.json === true) await emit(true, log, () => log.output);
+    else await writeOut(log.output);
   });
 }

@@ -5,8 +5,10 @@ import { TOOLCHAIN_ENV, allowListedEnv, runProcess, type ProcessResult } from '.
  * an argv array without a shell, through the host process runner (own process
  * group, SIGTERM then SIGKILL of the group on timeout, nothing left running
  * after it exits). The check sees the toolchain allow-list of proofgate's
- * environment plus `env`; stdout and stderr are interleaved and the FIRST
- * `outputCapBytes` bytes are kept.
+ * environment plus `env`; stdout and stderr are interleaved and the LAST
+ * `outputCapBytes` bytes are kept (a failing check explains itself at the
+ * end). A cut output starts at a character boundary: the UTF-8 continuation
+ * bytes the cut left at its start are dropped too.
  */
 
 export interface CheckProcessRequest {
@@ -21,7 +23,7 @@ export interface CheckProcessRequest {
   readonly signal?: AbortSignal;
 }
 
-/** How a check ended; `output` is stdout and stderr interleaved, within the cap. */
+/** How a check ended; `output` is stdout and stderr interleaved, the tail within the cap. */
 export type CheckProcessResult = Pick<ProcessResult, 'exitCode' | 'signal' | 'timedOut' | 'startError' | 'output' | 'truncated' | 'durationMs'> & { readonly aborted?: boolean };
 
 export async function runCheckProcess(request: CheckProcessRequest): Promise<CheckProcessResult> {
@@ -30,10 +32,18 @@ export async function runCheckProcess(request: CheckProcessRequest): Promise<Che
     cwd: request.cwd,
     env: allowListedEnv(process.env, TOOLCHAIN_ENV, request.env),
     timeoutMs: request.timeoutMs,
-    output: { maxBytes: request.outputCapBytes, keep: 'head' },
+    output: { maxBytes: request.outputCapBytes, keep: 'tail' },
     killGraceMs: request.killGraceMs,
     signal: request.signal,
   });
-  const { exitCode, signal, timedOut, aborted, startError, output, truncated, durationMs } = result;
+  const { exitCode, signal, timedOut, aborted, startError, truncated, durationMs } = result;
+  const output = truncated ? fromCharacterBoundary(result.output) : result.output;
   return { exitCode, signal, timedOut, aborted, startError, output, truncated, durationMs };
+}
+
+/** Drop the UTF-8 continuation bytes (10xxxxxx, at most 3) a cut left at the start. */
+function fromCharacterBoundary(bytes: Buffer): Buffer {
+  let start = 0;
+  while (start < 3 && start < bytes.length && ((bytes[start] ?? 0) & 0xc0) === 0x80) start += 1;
+  return bytes.subarray(start);
 }

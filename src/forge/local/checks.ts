@@ -57,8 +57,16 @@ function describeEnd(result: CheckProcessResult, check: RepoCheck): string {
   if (result.aborted === true) return '\n[proofgate] cancelled; process group killed\n';
   if (result.timedOut) return `\n[proofgate] timed out after ${check.timeoutSeconds}s; process group killed\n`;
   if (result.startError !== null) return `\n[proofgate] could not start: ${result.startError}\n`;
-  if (result.truncated) return '\n[proofgate] output truncated at the cap\n';
   return '';
+}
+
+/**
+ * The first line of a cut output: only its tail was kept. The host runner does
+ * not count what it dropped, so the line names the cap and what is kept.
+ */
+function describeCut(result: CheckProcessResult, capBytes: number): string {
+  if (!result.truncated) return '';
+  return `[proofgate] (first bytes dropped: the output passed the ${capBytes}-byte cap; its last ${result.output.length} bytes follow)\n`;
 }
 
 /** Run `command` in a disposable detached worktree of `sha`; the worktree is removed in every case. */
@@ -106,7 +114,7 @@ async function runOneCheck(context: RunChecksContext, request: RunChecksRequest,
   await store.append(stream, [{ type: 'check-started', data: { checkRunId, at: startedAt } }]);
   request.onProgress?.({ phase: 'started', name: check.name, checkRunId, headSha: request.headSha });
   const outcome = await runInWorktree(context, check, request.headSha, request.signal);
-  const outputText = redactFreeText(outcome.output.toString('utf8')) + describeEnd(outcome, check);
+  const outputText = describeCut(outcome, context.outputCapBytes) + redactFreeText(outcome.output.toString('utf8')) + describeEnd(outcome, check);
   let output: { digest: string; bytes: number; truncated: boolean; url: string } | null = null;
   if (outputText.length > 0) {
     const scope = { namespace: store.storage.namespace, runId: checkRunId };

@@ -91,7 +91,7 @@ describe('proofgate automerge / demo (built CLI)', () => {
     expect(runCli(['change', 'close', '2', '--repo', repo.dir, '--data', data]).status).toBe(0);
     const closed = runCli(['automerge', '2', '--repo', repo.dir, '--data', data]);
     expect(closed.status).toBe(1);
-    expect(closed.stderr.trim().split('\n')).toEqual(['proofgate: change 2 is closed without merging; nothing to automerge (nothing was posted)']);
+    expect(closed.stderr.trim().split('\n')).toEqual(['proofgate: change 2 is closed without merging; nothing to automerge (nothing was posted) [NOT_MERGEABLE]']);
     expect(commentsOf('2')).toBe(0);
   });
 
@@ -101,10 +101,10 @@ describe('proofgate automerge / demo (built CLI)', () => {
     writeFileSync(file, 'a file\n');
     const automerge = runCli(['automerge', '1', '--repo', repo.dir, '--data', file]);
     expect(automerge.status).toBe(1);
-    expect(automerge.stderr.trim().split('\n')).toEqual([`proofgate: cannot use ${file} as a data directory: it is a file, not a directory`]);
+    expect(automerge.stderr.trim().split('\n')).toEqual([`proofgate: cannot use ${file} as a data directory: it is a file, not a directory [IO]`]);
     const demo = runCli(['demo', '--data', file]);
     expect(demo.status).toBe(1);
-    expect(demo.stderr.trim().split('\n')).toEqual([`proofgate: cannot keep the demo's state in ${file}: it (or a path inside it) is a file, not a directory`]);
+    expect(demo.stderr.trim().split('\n')).toEqual([`proofgate: cannot keep the demo's state in ${file}: it (or a path inside it) is a file, not a directory [IO]`]);
   });
 
   it('a comment command from someone without write permission is refused and runs nothing', () => {

@@ -40,7 +40,7 @@ function makeComments() {
     const at = new Date(Date.UTC(2024, 4, 1, 9, i)).toISOString();
     if (i % 2 === 0 && i < 18) {
       const head = i === 16 ? HEAD : hex(i + 1);
-      const fields = { kind: 'review-verdict', change: '42', head, verdict: i === 16 ? 'CONFIRMED' : 'REFUTED', findings: i === 16 ? 0 : 2, review: `rev_${i}` };
+      const fields = { kind: 'review-verdict', change: '42', head, verdict: i === 16 ? 'CONFIRMED' : 'REFUTED', findings: i === 16 ? 0 : 2, review: `rev_${i}`, at };
       const text = `## proofgate review\n\nVerdict **${fields.verdict}** for \`${head}\`.\n\n${'- a finding with some explanation text\n'.repeat(6)}`;
       comments.push({ id: `c${i}`, author: SELF, authorType: 'Bot', body: composeMarkedBody(text, [fields], SECRET), createdAt: at, updatedAt: at });
     } else {

@@ -40,9 +40,16 @@ function report(input) {
   console.log(`  ${parts.join('  |  ')}`);
 }
 
+let failed = 0;
 for (const file of files) {
   console.log(`${basename(file, '.bench.mjs')}`);
-  const module = await import(pathToFileURL(join(here, file)).href);
-  await module.default(report);
+  try {
+    const module = await import(pathToFileURL(join(here, file)).href);
+    await module.default(report);
+  } catch (error) {
+    failed += 1;
+    console.log(`  FAILED: ${error instanceof Error ? error.message : String(error)}`);
+  }
 }
+if (failed > 0) process.exitCode = 1;
 if (process.env.PROOFGATE_BENCH_JSON) console.log(JSON.stringify(results));

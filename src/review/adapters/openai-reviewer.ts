@@ -2,9 +2,9 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { canonicalJson } from '../../core/index.js';
-import { REVIEW_LANE_RESULT_SCHEMA, reviewFindingSchema } from '../../contracts/index.js';
+import { reviewFindingSchema } from '../../contracts/index.js';
 import { evidenceFileName } from '../evidence.js';
-import { transportFailure, type LaneAdapter, type LaneRun, type LaneRunContext } from './types.js';
+import { semanticResult, transportFailure, type LaneAdapter, type LaneRun, type LaneRunContext } from './types.js';
 
 /** Largest reply body accepted from the endpoint. */
 export const DEFAULT_REPLY_LIMIT = 4 * 1024 * 1024;
@@ -132,17 +132,7 @@ export function openaiReviewer(options: { replyLimit?: number; promptDiffLimit?:
     const parsed = parseVerdictBlock(reply.content);
     if (!parsed.ok) return { raw: { ...transportFailure(context, parsed.reason), evidence_path: evidencePath } };
     return {
-      raw: {
-        schema: REVIEW_LANE_RESULT_SCHEMA,
-        lane_id: context.lane.id,
-        family: context.lane.family,
-        context_id: context.contextId,
-        nonce: request.nonce,
-        read_only: true,
-        evidence_path: evidencePath,
-        findings: parsed.verdict.findings,
-        disposition: parsed.verdict.disposition,
-      },
+      raw: semanticResult(context, evidencePath, parsed.verdict.findings, parsed.verdict.disposition),
     };
   };
 }

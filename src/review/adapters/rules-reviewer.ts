@@ -1,10 +1,10 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { REVIEW_LANE_RESULT_SCHEMA, type ReviewFinding, type ReviewRulesConfig } from '../../contracts/index.js';
+import type { ReviewFinding, ReviewRulesConfig } from '../../contracts/index.js';
 import { parseUnifiedDiff, filePath, type DiffFile } from '../diff-parse.js';
 import { evidenceFileName } from '../evidence.js';
 import { matchesAny } from '../glob.js';
-import type { LaneAdapter } from './types.js';
+import { semanticResult, type LaneAdapter } from './types.js';
 
 export const DEFAULT_MAX_DIFF_BYTES = 1024 * 1024;
 
@@ -97,17 +97,7 @@ export function deterministicLane(
     const evidencePath = join(request.evidence_dir, evidenceFileName(request.subject_id, request.head_sha, request.nonce));
     await writeFile(evidencePath, renderEvidence({ reviewer, request, checks, findings }));
     return {
-      raw: {
-        schema: REVIEW_LANE_RESULT_SCHEMA,
-        lane_id: context.lane.id,
-        family: context.lane.family,
-        context_id: context.contextId,
-        nonce: request.nonce,
-        read_only: true,
-        evidence_path: evidencePath,
-        findings,
-        disposition: findings.length === 0 ? 'CONFIRMED' : 'REFUTED',
-      },
+      raw: semanticResult(context, evidencePath, findings, findings.length === 0 ? 'CONFIRMED' : 'REFUTED'),
     };
   };
 }

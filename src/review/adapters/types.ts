@@ -1,4 +1,4 @@
-import type { ReviewConfig, ReviewLaneConfig, ReviewRequestV1, TransportLaneResultV1 } from '../../contracts/index.js';
+import type { ReviewConfig, ReviewDisposition, ReviewFinding, ReviewLaneConfig, ReviewRequestV1, SemanticLaneResultV1, TransportLaneResultV1 } from '../../contracts/index.js';
 import { REVIEW_LANE_RESULT_SCHEMA } from '../../contracts/index.js';
 import type { LaneValidation } from '../validate.js';
 
@@ -41,5 +41,25 @@ export function transportFailure(context: LaneRunContext, reason: string): Trans
     read_only: true,
     findings: [],
     failure: { class: 'transport', reason },
+  };
+}
+
+/** A semantic verdict in the lane's name, pointing at the evidence the adapter wrote. */
+export function semanticResult(
+  context: LaneRunContext,
+  evidencePath: string,
+  findings: ReviewFinding[],
+  disposition: ReviewDisposition,
+): SemanticLaneResultV1 {
+  return {
+    schema: REVIEW_LANE_RESULT_SCHEMA,
+    lane_id: context.lane.id,
+    family: context.lane.family,
+    context_id: context.contextId,
+    nonce: context.request.nonce,
+    read_only: true,
+    evidence_path: evidencePath,
+    findings,
+    disposition,
   };
 }

@@ -2,21 +2,14 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { HELP_TEXT, LABELS, type JobResult } from '../../../src/automerge/loop/index.js';
-import { loopFixture, MAINTAINER, type LoopFixture } from './local-support.js';
+import { HELP_TEXT, LABELS } from '../../../src/automerge/loop/index.js';
+import { finished, loopFixture, MAINTAINER, type LoopFixture } from './local-support.js';
 
 let fixture: LoopFixture | null = null;
 afterEach(async () => {
   await fixture?.cleanup();
   fixture = null;
 });
-
-async function finished(done: Promise<JobResult> | undefined) {
-  if (done === undefined) throw new Error('no job was dispatched');
-  const result = await done;
-  if (result.kind !== 'ran') throw new Error(`job held elsewhere by ${result.holder.owner}`);
-  return result.outcome;
-}
 
 function seen(f: LoopFixture, prefix: string, timeoutMs = 20_000): Promise<void> {
   const started = Date.now();

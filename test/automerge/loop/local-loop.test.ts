@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { collectVerdicts } from '../../../src/automerge/index.js';
-import { LABELS, panelReviewer, type JobResult, type Reviewer } from '../../../src/automerge/loop/index.js';
-import { loopFixture, MAINTAINER, type LoopFixture } from './local-support.js';
+import { LABELS, panelReviewer, type Reviewer } from '../../../src/automerge/loop/index.js';
+import { finished, loopFixture, MAINTAINER, type LoopFixture } from './local-support.js';
 import { REVIEW_RUNS_NAMESPACE } from '../../../src/review/index.js';
 import { defaultStoragePolicy } from '../../../src/storage/policy.js';
 import { createLocalRunStorage } from '../../../src/storage/sqlite/index.js';
@@ -11,13 +11,6 @@ afterEach(async () => {
   await fixture?.cleanup();
   fixture = null;
 });
-
-async function finished(done: Promise<JobResult> | undefined) {
-  if (done === undefined) throw new Error('no job was dispatched');
-  const result = await done;
-  if (result.kind !== 'ran') throw new Error(`job held elsewhere by ${result.holder.owner}`);
-  return result.outcome;
-}
 
 function statusComments(f: LoopFixture, changeId: string) {
   return f.forge.snapshot(changeId).then((s) => s.comments.filter((c) => c.author === 'proofgate' && c.body.includes('"kind":"automerge-status"')));

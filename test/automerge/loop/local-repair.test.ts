@@ -1,19 +1,12 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { LABELS, type JobResult } from '../../../src/automerge/loop/index.js';
-import { loopFixture, repoConfig, type LoopFixture } from './local-support.js';
+import { LABELS } from '../../../src/automerge/loop/index.js';
+import { finished, loopFixture, repoConfig, type LoopFixture } from './local-support.js';
 
 let fixture: LoopFixture | null = null;
 afterEach(async () => {
   await fixture?.cleanup();
   fixture = null;
 });
-
-async function finished(done: Promise<JobResult> | undefined) {
-  if (done === undefined) throw new Error('no job was dispatched');
-  const result = await done;
-  if (result.kind !== 'ran') throw new Error(`job held elsewhere by ${result.holder.owner}`);
-  return result.outcome;
-}
 
 /** A real agent-fix program: deletes the file the check complains about. */
 const AGENT_FIX = [

@@ -6,10 +6,18 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openLocalForge, type LocalForge } from '../../../src/forge/local/index.js';
-import { openLocalAutomerge, type LocalAutomerge, type LocalAutomergeOptions, type LoopProgress } from '../../../src/automerge/loop/index.js';
+import { openLocalAutomerge, type JobResult, type LocalAutomerge, type LocalAutomergeOptions, type LoopProgress } from '../../../src/automerge/loop/index.js';
 import { makeTempRepo, type TempRepo } from '../../forge/git-fixture.js';
 
 export const MAINTAINER = 'Tess Tester';
+
+/** The outcome of a dispatched job that this process ran (fails the test otherwise). */
+export async function finished(done: Promise<JobResult> | undefined) {
+  if (done === undefined) throw new Error('no job was dispatched');
+  const result = await done;
+  if (result.kind !== 'ran') throw new Error(`job held elsewhere by ${result.holder.owner}`);
+  return result.outcome;
+}
 
 export function repoConfig(extra = ''): string {
   return [

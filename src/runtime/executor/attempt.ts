@@ -42,15 +42,32 @@ function delay(ms: number): { promise: Promise<void>; cancel: () => void } {
   return { promise, cancel: () => clearTimeout(timer) };
 }
 
-/** Run the node's work under its limits; a run-signal abort or a timeout stops it. */
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return (typeof value === 'object' || typeof value === 'function') && value !== null && typeof (value as { then?: unknown }).then === 'function';
+}
+
+/**
+ * Run the node's work under its limits; a run-signal abort or a timeout stops it.
+ * The work starts one microtask after the call, as before; a node that
+ * returns (or throws) synchronously has finished before any timer or abort
+ * could have fired, so it settles at once without arming either.
+ */
 async function raceWork(request: AttemptRequest, controller: AbortController): Promise<Raced> {
   const { node, input, restart, engine, runSignal } = request;
-  const work: Promise<Raced> = Promise.resolve()
-    .then(() => node.runData({
+  await undefined;
+  let returned: unknown;
+  try {
+    returned = node.runData({
       input, signal: controller.signal, restart, engine,
       scratchDirectory: node.scratchDirectory, workspace: node.workspace, permissions: node.permissions,
       trustedCaller: node.trustedCaller, tokenBudget: node.tokenBudget,
-    }))
+    });
+  } catch (error) {
+    if (!runSignal.aborted) return { kind: 'error', error };
+    returned = Promise.reject(error);
+  }
+  if (!isThenable(returned) && !runSignal.aborted) return { kind: 'value', value: returned };
+  const work: Promise<Raced> = Promise.resolve(returned)
     .then((value): Raced => ({ kind: 'value', value }), (error: unknown): Raced => ({ kind: 'error', error }));
   const timeout = delay(node.policy.timeoutMs);
   let onAbort: (() => void) | undefined;

@@ -184,7 +184,12 @@ export async function createGraphExecutor<D, N, S>(options: GraphExecutorOptions
         if (open.length === 0) break;
         // Large results may need more than one append to stay within the policy's batch limit.
         let lost = false;
-        for (const batch of appendBatches(open.map((entry) => outcomeEvent(eventId(), entry.position, entry.nodeId, entry.outcome)), fit.maxAppendBatchBytes)) {
+        const events = open.map((entry) => outcomeEvent(eventId(), entry.position, entry.nodeId, entry.outcome));
+        const known = (index: number): number | undefined => {
+          const outcome = open[index]?.outcome;
+          return outcome?.kind === 'completed' ? outcome.eventBytes : undefined;
+        };
+        for (const batch of appendBatches(events, fit.maxAppendBatchBytes, known)) {
           if (!(await tryAppend(ledger, batch))) {
             lost = true;
             break;

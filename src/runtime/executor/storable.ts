@@ -18,7 +18,11 @@ function shortReason(text: string, max: number): string {
  * refuses. Only this type can be recorded.
  */
 export type StorableOutcome =
-  | { readonly kind: 'completed'; readonly result: JsonValue; readonly resultDigest: Sha256Digest; readonly outputBytes: number }
+  | {
+    readonly kind: 'completed'; readonly result: JsonValue; readonly resultDigest: Sha256Digest; readonly outputBytes: number;
+    /** Canonical byte length of the attempt-completed event's data (measured once, reused to batch appends). */
+    readonly eventBytes: number;
+  }
   | { readonly kind: 'failed'; readonly failureClass: FailureClass; readonly reason: string }
   | { readonly kind: 'paused'; readonly reason: string }
   | { readonly kind: 'interrupted'; readonly reason: string };
@@ -55,8 +59,24 @@ export function storableText(fit: StorageFit, text: string, what: string, max = 
   }
 }
 
+/**
+ * `null`, `true` and `false`: the JSON values no storage policy can change or
+ * refuse (no text, no number that could spell a secret), with their stored
+ * bytes and digest computed once.
+ */
+const LITERALS = new Map<unknown, { readonly result: JsonValue; readonly bytes: Uint8Array; readonly digest: Sha256Digest }>(
+  [null, true, false].map((value) => {
+    const bytes = canonicalBytes(value);
+    return [value, { result: value, bytes, digest: sha256Digest(bytes) }];
+  }),
+);
+
+function literalResult(value: unknown): { readonly result: JsonValue; readonly bytes: Uint8Array; readonly digest: Sha256Digest } | undefined {
+  return value === null || typeof value === 'boolean' ? LITERALS.get(value) : undefined;
+}
+
 /** The data of the event that records an outcome (see records.ts for the event). */
-export function outcomeData(position: string, nodeId: string, outcome: StorableOutcome): { readonly type: string; readonly data: JsonValue } {
+export function outcomeData(position: string, nodeId: string, outcome: StorableOutcome | Omit<Extract<StorableOutcome, { kind: 'completed' }>, 'eventBytes'>): { readonly type: string; readonly data: JsonValue } {
   switch (outcome.kind) {
     case 'completed':
       return {
@@ -83,15 +103,22 @@ export function outcomeData(position: string, nodeId: string, outcome: StorableO
 export function storableOutcome(fit: StorageFit, position: string, nodeId: string, outcome: AttemptOutcome): StorableOutcome {
   switch (outcome.kind) {
     case 'completed': {
-      let result: JsonValue;
-      try {
-        result = fit.prepare(outcome.result, 'result');
-      } catch (error) {
-        const why = policyRefusal(error, 'result') ?? errorMessage(error);
-        return { kind: 'failed', failureClass: 'invalid-result', reason: `result rejected by the storage policy: ${why}` };
+      let stored: { readonly result: JsonValue; readonly bytes: Uint8Array; readonly digest: Sha256Digest };
+      const literal = literalResult(outcome.result);
+      if (literal) {
+        stored = literal;
+      } else {
+        let result: JsonValue;
+        try {
+          result = fit.prepare(outcome.result, 'result');
+        } catch (error) {
+          const why = policyRefusal(error, 'result') ?? errorMessage(error);
+          return { kind: 'failed', failureClass: 'invalid-result', reason: `result rejected by the storage policy: ${why}` };
+        }
+        const bytes = canonicalBytes(result);
+        stored = { result, bytes, digest: sha256Digest(bytes) };
       }
-      const bytes = canonicalBytes(result);
-      const completed: StorableOutcome = { kind: 'completed', result, resultDigest: sha256Digest(bytes), outputBytes: bytes.byteLength };
+      const completed = { kind: 'completed', result: stored.result, resultDigest: stored.digest, outputBytes: stored.bytes.byteLength } as const;
       const eventBytes = canonicalBytes(outcomeData(position, nodeId, completed).data).byteLength;
       if (eventBytes > fit.maxEventPayloadBytes) {
         return {
@@ -100,7 +127,7 @@ export function storableOutcome(fit: StorageFit, position: string, nodeId: strin
           reason: `the attempt-completed event would be ${eventBytes} bytes; the storage policy allows ${fit.maxEventPayloadBytes}`,
         };
       }
-      return completed;
+      return { ...completed, eventBytes };
     }
     case 'failed':
       return { kind: 'failed', failureClass: outcome.failureClass, reason: storableText(fit, outcome.reason, 'error text') };
@@ -111,13 +138,17 @@ export function storableOutcome(fit: StorageFit, position: string, nodeId: strin
   }
 }
 
-/** Split events into consecutive appends that each stay within the policy's batch limit (counted as the guard counts). */
-export function appendBatches(events: readonly NewEvent[], maxBatchBytes: number): NewEvent[][] {
+/**
+ * Split events into consecutive appends that each stay within the policy's
+ * batch limit (counted as the guard counts). `dataBytes` may give the
+ * canonical byte length of an event's data where it is already known.
+ */
+export function appendBatches(events: readonly NewEvent[], maxBatchBytes: number, dataBytes: (index: number) => number | undefined = () => undefined): NewEvent[][] {
   const batches: NewEvent[][] = [];
   let current: NewEvent[] = [];
   let bytes = 0;
-  for (const event of events) {
-    const size = canonicalBytes(event.data).byteLength + Buffer.byteLength(event.id, 'utf8') + Buffer.byteLength(event.type, 'utf8');
+  events.forEach((event, index) => {
+    const size = (dataBytes(index) ?? canonicalBytes(event.data).byteLength) + Buffer.byteLength(event.id, 'utf8') + Buffer.byteLength(event.type, 'utf8');
     if (current.length > 0 && bytes + size > maxBatchBytes) {
       batches.push(current);
       current = [];
@@ -125,7 +156,7 @@ export function appendBatches(events: readonly NewEvent[], maxBatchBytes: number
     }
     current.push(event);
     bytes += size;
-  }
+  });
   if (current.length > 0) batches.push(current);
   return batches;
 }

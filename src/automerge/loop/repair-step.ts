@@ -40,6 +40,7 @@ function publisher(env: AutomergeEnvironment, snapshot: ChangeSnapshot, repairId
   return async (request) => {
     const commits = await newCommits(repoDir, request, snapshot.base.sha);
     await env.store.step(snapshot.id, 'repair-push', { repair: repairId, branch: request.branch, oldSha: request.expectedOldSha, newSha: request.newSha, commits });
+    crashPoint('repair-committed');
     const { workspace } = env;
     if (workspace.pushCommits === undefined) await env.forge.pushBranch(request);
     else await workspace.pushCommits(repoDir, request);

@@ -105,6 +105,7 @@ export async function runReviewStep(env: AutomergeEnvironment, snapshot: ChangeS
     review: reviewId,
     at: env.store.now(),
   };
+  crashPoint('review-verdict-decided');
   const body = composeMarkedBody(renderVerdictText(snapshot, head, result), [fields], env.secret);
   const comment = await env.forge.createComment(changeId, body);
   crashPoint('review-comment-written');

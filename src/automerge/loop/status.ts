@@ -8,6 +8,7 @@ import type { ChangeSnapshot, Forge, ForgeComment } from '../../forge/port.js';
 import type { AutomergeDecision } from '../decide.js';
 import type { MarkerSecret } from '../markers.js';
 import { DEFAULT_STATUS_INTENT, findStatusComment } from '../status-comment.js';
+import { crashPoint } from './crash-seam.js';
 
 export const LABELS = {
   automerge: 'proofgate:automerge',
@@ -98,7 +99,13 @@ export class StatusWriter {
       const existing =
         known ?? findStatusComment(snapshot.comments, { selfLogin: this.#forge.selfLogin, secret: this.#secret, changeId: snapshot.id, intent: this.#intent });
       if (existing !== null && existing.body === body) return null;
-      const written = existing === null ? await this.#forge.createComment(snapshot.id, body) : await this.#forge.editComment(snapshot.id, existing.id, body);
+      let written: ForgeComment;
+      if (existing === null) {
+        written = await this.#forge.createComment(snapshot.id, body);
+        crashPoint('status-comment-created');
+      } else {
+        written = await this.#forge.editComment(snapshot.id, existing.id, body);
+      }
       this.#written.set(snapshot.id, written);
       return written;
     });
@@ -114,7 +121,10 @@ export class StatusWriter {
     return this.#serial(snapshot.id, async () => {
       const present = this.#labels.get(snapshot.id) ?? snapshot.labels;
       const plan = labelPlan(phase, present);
-      if (plan.add.length > 0) await this.#forge.addLabels(snapshot.id, plan.add);
+      if (plan.add.length > 0) {
+        await this.#forge.addLabels(snapshot.id, plan.add);
+        crashPoint('label-added');
+      }
       for (const label of plan.remove) await this.#forge.removeLabel(snapshot.id, label);
       const next = [...present.filter((label) => !plan.remove.includes(label)), ...plan.add];
       this.#labels.set(snapshot.id, next);

@@ -78,17 +78,65 @@ async function inspect(repo: TempRepo, data: string) {
 }
 
 const POINTS = [
-  { point: 'review-comment-written', conflict: false },
-  { point: 'repair-pushed', conflict: true },
-  { point: 'merge-base-updated', conflict: false },
-  { point: 'merge-returned', conflict: false },
+  // The first status comment and the first label are written by the router, before the job takes its lease.
+  { point: 'status-comment-created', conflict: false, inJob: false },
+  { point: 'label-added', conflict: false, inJob: false },
+  { point: 'review-verdict-decided', conflict: false, inJob: true },
+  { point: 'review-comment-written', conflict: false, inJob: true },
+  { point: 'repair-committed', conflict: true, inJob: true },
+  { point: 'repair-pushed', conflict: true, inJob: true },
+  { point: 'merge-base-updated', conflict: false, inJob: true },
+  { point: 'merge-returned', conflict: false, inJob: true },
 ] as const;
 
+/** How many times proofgate moved `branch` (the local forge's pushes leave `proofgate: push` in the reflog). */
+function pushesTo(repo: TempRepo, branch: string): number {
+  return repo
+    .git(['reflog', 'show', '--format=%gs', `refs/heads/${branch}`])
+    .split('\n')
+    .filter((line) => line === 'proofgate: push').length;
+}
+
 describe('automerge survives SIGKILL at every effect boundary (built CLI, real processes)', () => {
-  it.concurrent.each(POINTS)('killed at $point, restarted: one merge, no duplicate comment, no second effect', async ({ point, conflict }) => {
+  it.concurrent.each(POINTS)('killed at $point, restarted: one merge, no duplicate comment, no second effect', async ({ point, conflict, inJob }) => {
     const { repo, data, base } = await setup(conflict);
     const crashed = await automerge(repo, data, point);
     expect(crashed.signal, crashed.stderr).toBe('SIGKILL');
+    const left = await inspect(repo, data);
+    // What the killed run left: the effect of its point happened, the one after it did not.
+    expect(left.ledger.state.merged).toBeNull();
+    const firstStatus = left.status[0]?.id;
+    switch (point) {
+      case 'status-comment-created':
+        expect(left.status).toHaveLength(1);
+        expect(left.snapshot.labels).toContain('proofgate:automerge');
+        break;
+      case 'label-added':
+        expect(left.snapshot.labels).toEqual(['proofgate:automerge']);
+        expect(left.status).toHaveLength(0);
+        break;
+      case 'review-verdict-decided':
+        expect(left.verdicts).toHaveLength(0);
+        expect(left.ledger.state.reviews.map((r) => r.status)).toEqual(['dispatched']);
+        break;
+      case 'repair-committed':
+        expect(pushesTo(repo, 'feature')).toBe(0);
+        expect(left.snapshot.head.sha).toBe(left.ledger.state.repairs[0]?.head);
+        expect(left.ledger.steps.filter((s) => s.step === 'repair-push')).toHaveLength(1);
+        break;
+      case 'review-comment-written':
+        expect(left.verdicts).toHaveLength(1);
+        expect(left.ledger.state.reviews.map((r) => r.status)).toEqual(['dispatched']);
+        break;
+      case 'repair-pushed':
+        expect(pushesTo(repo, 'feature')).toBe(1);
+        expect(left.ledger.state.repairs.map((r) => r.status)).toEqual(['dispatched']);
+        break;
+      case 'merge-base-updated':
+      case 'merge-returned':
+        expect(repo.git(['log', '--format=%H', '--grep=^Proofgate-Change: 1$', `${base}..main`])).toBe(repo.sha('main'));
+        break;
+    }
     const restarted = await automerge(repo, data, null);
     expect(restarted.code, restarted.stderr).toBe(0);
     expect(restarted.stderr).toContain('merged');
@@ -105,19 +153,50 @@ describe('automerge survives SIGKILL at every effect boundary (built CLI, real p
     expect(new Set(heads).size).toBe(heads.length);
     expect(verdicts.find((v) => v.fields.head === snapshot.head.sha)?.fields.verdict).toBe('CONFIRMED');
     expect(status).toHaveLength(1);
+    // A status comment the killed run created is the one the restart edited.
+    if (firstStatus !== undefined) expect(status[0]?.id).toBe(firstStatus);
     expect(status[0]?.body).toContain('automerge: merged');
     // The ledger: one merge attempt, reviews and repairs each finished once, nothing left running.
     const steps = ledger.steps.map((s) => s.step);
     expect(steps.filter((s) => s === 'merge-attempt')).toHaveLength(1);
     expect(ledger.state.reviews.every((r) => r.status !== 'dispatched')).toBe(true);
     expect(ledger.state.repairs.every((r) => r.status !== 'dispatched')).toBe(true);
-    expect(new Set(ledger.state.reviews.map((r) => r.head)).size).toBe(ledger.state.reviews.length);
+    // One verdict per reviewed head in the ledger; a review killed before its comment is closed without one.
+    const withVerdict = ledger.state.reviews.filter((r) => r.verdict !== null);
+    expect(new Set(withVerdict.map((r) => r.head)).size).toBe(withVerdict.length);
+    expect(verdicts).toHaveLength(withVerdict.length);
+    if (point === 'review-verdict-decided') {
+      expect(ledger.state.reviews.map((r) => [r.head, r.verdict])).toEqual([
+        [snapshot.head.sha, null],
+        [snapshot.head.sha, 'CONFIRMED'],
+      ]);
+      expect(steps.filter((s) => s === 'review-recovered')).toHaveLength(1);
+    } else {
+      expect(new Set(ledger.state.reviews.map((r) => r.head)).size).toBe(ledger.state.reviews.length);
+    }
+    // Labels: none of proofgate's left on a merged change.
+    expect(snapshot.labels.filter((label) => label.startsWith('proofgate:'))).toEqual([]);
+    expect(pushesTo(repo, 'feature')).toBe(conflict ? 1 : 0);
     if (point === 'repair-pushed') {
       expect(steps.filter((s) => s === 'repair-push')).toHaveLength(1);
       expect(ledger.state.repairs.map((r) => [r.repair, r.status, r.newHead])).toEqual([['rebase', 'pushed', snapshot.head.sha]]);
-      expect(repo.git(['show', 'main:CHANGELOG.md'])).toContain('- something else landed first');
     }
-    // The restarted job took over the dead process's lease at once (no 60 s wait).
-    expect(ledger.steps.some((s) => s.step === 'job-started' && typeof s.tookOverFrom === 'string')).toBe(true);
+    if (point === 'repair-committed') {
+      // The killed repair recorded its intent but never pushed: closed as failed; the restart repaired once, pushed once.
+      expect(ledger.state.repairs.map((r) => [r.repair, r.status, r.newHead])).toEqual([
+        ['rebase', 'failed', null],
+        ['rebase', 'pushed', snapshot.head.sha],
+      ]);
+      expect(steps.filter((s) => s === 'repair-recovered')).toHaveLength(1);
+    }
+    if (conflict) {
+      expect(repo.git(['show', 'main:CHANGELOG.md'])).toContain('- something else landed first');
+      expect(repo.git(['show', 'main:CHANGELOG.md'])).toContain('- add the feature');
+      // The branch ends at one repaired head, directly on the old base tip.
+      expect(repo.git(['rev-parse', `${snapshot.head.sha}^`])).toBe(base);
+    }
+    // The restarted job took over the dead process's lease at once (no 60 s wait); a router crash left no lease.
+    expect(ledger.steps.some((s) => s.step === 'job-started' && typeof s.tookOverFrom === 'string')).toBe(inJob);
+    expect(steps.filter((s) => s === 'job-started')).toHaveLength(inJob ? 2 : 1);
   });
 });

@@ -30,8 +30,8 @@ export interface LaneRun {
 
 export type LaneAdapter = (context: LaneRunContext) => Promise<LaneRun>;
 
-/** A transport failure in the lane's name: no disposition, a reason, the echoed nonce. */
-export function transportFailure(context: LaneRunContext, reason: string): TransportLaneResultV1 {
+/** Who answers: the fields every lane result carries, from the run context (the nonce echoed). */
+function laneIdentity(context: LaneRunContext) {
   return {
     schema: REVIEW_LANE_RESULT_SCHEMA,
     lane_id: context.lane.id,
@@ -39,9 +39,12 @@ export function transportFailure(context: LaneRunContext, reason: string): Trans
     context_id: context.contextId,
     nonce: context.request.nonce,
     read_only: true,
-    findings: [],
-    failure: { class: 'transport', reason },
-  };
+  } as const;
+}
+
+/** A transport failure in the lane's name: no disposition, a reason, the echoed nonce. */
+export function transportFailure(context: LaneRunContext, reason: string): TransportLaneResultV1 {
+  return { ...laneIdentity(context), findings: [], failure: { class: 'transport', reason } };
 }
 
 /** A semantic verdict in the lane's name, pointing at the evidence the adapter wrote. */
@@ -51,15 +54,5 @@ export function semanticResult(
   findings: ReviewFinding[],
   disposition: ReviewDisposition,
 ): SemanticLaneResultV1 {
-  return {
-    schema: REVIEW_LANE_RESULT_SCHEMA,
-    lane_id: context.lane.id,
-    family: context.lane.family,
-    context_id: context.contextId,
-    nonce: context.request.nonce,
-    read_only: true,
-    evidence_path: evidencePath,
-    findings,
-    disposition,
-  };
+  return { ...laneIdentity(context), evidence_path: evidencePath, findings, disposition };
 }

@@ -1,5 +1,5 @@
-import { isAbsolute, join, resolve } from 'node:path';
-import { gitText } from '../host/index.js';
+import { resolve } from 'node:path';
+import { GitRepository, defaultLocalDataDir } from '../forge/local/index.js';
 
 /**
  * Where a command keeps its state: `--data DIR`, else `PROOFGATE_DATA_DIR`,
@@ -18,10 +18,6 @@ export function resolveDataDir(flag: string | undefined, fallback: string): stri
  * git repository.
  */
 export async function repositoryStateDir(dir: string): Promise<string | null> {
-  try {
-    const common = await gitText(dir, ['rev-parse', '--git-common-dir']);
-    return join(isAbsolute(common) ? common : resolve(dir, common), 'proofgate');
-  } catch {
-    return null;
-  }
+  const repo = await GitRepository.open(dir).catch(() => null);
+  return repo === null ? null : defaultLocalDataDir(repo);
 }

@@ -1,10 +1,11 @@
 import { mkdir, writeFile } from 'node:fs/promises';
-import { isAbsolute, join, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { newId, type Clock } from '../core/index.js';
+import { GitRepository, defaultLocalDataDir } from '../forge/local/index.js';
 import type { BoundFile, DiversityMode, ReviewConfig, ReviewRequestV1 } from '../contracts/index.js';
 import { defaultAdapters, type AdapterSet, type LaneSpec } from './adapters/index.js';
 import { laneSpec, loadReviewConfig, readBaseFile } from './config.js';
-import { gitText, resolveCommit } from './git.js';
+import { resolveCommit } from './git.js';
 import { runLane, type LaneOutcome } from './lane.js';
 import { judgePanel, type PanelDecision, type PanelVerdict } from './panel.js';
 import { prepareReviewInputs, type ReviewInputs } from './request.js';
@@ -55,10 +56,9 @@ export interface ReviewOutcome {
   readonly lanes: LaneOutcome[];
 }
 
-/** `<git common dir>/proofgate` of the repository. */
+/** `<git common dir>/proofgate` of the repository: the same state directory the local forge uses. */
 export async function defaultDataDir(repoDir: string): Promise<string> {
-  const common = await gitText(repoDir, ['rev-parse', '--git-common-dir']);
-  return join(isAbsolute(common) ? common : resolve(repoDir, common), 'proofgate');
+  return defaultLocalDataDir(await GitRepository.open(repoDir));
 }
 
 /** Load the trusted config from the base, write the bound diff and contract, and resolve the lanes. */

@@ -68,12 +68,7 @@ async function benchSqlite(report) {
     const commit = db.prepare('COMMIT');
     for (const size of [1, 100]) {
       const total = EVENTS[size];
-      const { adapter, baseline } = await compare(async (round) => {
-        let revision = 0;
-        for (const batch of batches(total, size, `a${size}-${round}`)) {
-          revision = (await storage.eventStore.append(`adapter-${size}-${round}`, revision, batch)).revision;
-        }
-      }, async (round) => {
+      const { adapter, baseline } = await compare((round) => appendThroughAdapter(storage, total, size, round), async (round) => {
         let revision = 0;
         for (const batch of batches(total, size, `b${size}-${round}`)) {
           const now = new Date().toISOString();
@@ -94,6 +89,14 @@ async function benchSqlite(report) {
   }
 }
 
+/** The adapter side of a comparison: `total` events in batches of `size` through `eventStore.append`. */
+async function appendThroughAdapter(storage, total, size, round) {
+  let revision = 0;
+  for (const batch of batches(total, size, `a${size}-${round}`)) {
+    revision = (await storage.eventStore.append(`adapter-${size}-${round}`, revision, batch)).revision;
+  }
+}
+
 async function benchPostgres(report, url) {
   const namespace = `bench-${process.pid}-${Date.now().toString(36)}`;
   const table = `proofgate_bench_baseline_${process.pid}`;
@@ -108,12 +111,7 @@ async function benchPostgres(report, url) {
     const insert = `INSERT INTO ${table} (namespace, stream_id, revision, event_id, type, data, recorded_at) VALUES ($1, $2, $3, $4, $5, $6, $7)`;
     for (const size of [1, 100]) {
       const total = size === 1 ? 500 : 5000;
-      const { adapter, baseline } = await compare(async (round) => {
-        let revision = 0;
-        for (const batch of batches(total, size, `a${size}-${round}`)) {
-          revision = (await storage.eventStore.append(`adapter-${size}-${round}`, revision, batch)).revision;
-        }
-      }, async (round) => {
+      const { adapter, baseline } = await compare((round) => appendThroughAdapter(storage, total, size, round), async (round) => {
         let revision = 0;
         for (const batch of batches(total, size, `b${size}-${round}`)) {
           const now = new Date().toISOString();

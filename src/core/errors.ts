@@ -37,6 +37,11 @@ export const ERROR_CODES = [
   'FORGE_API',
   'READ_ONLY',
   'ARTIFACT_CONFLICT',
+  'JAIL_UNAVAILABLE',
+  'PROTECTED_BRANCH',
+  'RESERVED_IDENTITY',
+  'DATA_DIR',
+  'DUPLICATE_DELIVERY',
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];

@@ -4,6 +4,6 @@ export { RepositoryModel } from './model.js';
 export type { ModelPullRequest, ModelCheckRun, ModelStatus, ModelComment, Role } from './model.js';
 export { validateSchema } from './json-schema.js';
 export type { SchemaObject, SchemaViolation } from './json-schema.js';
-export { checkResponse, responseSchema, matchRoute, fixturesRoot } from './openapi.js';
-export { fixture, signDelivery, webhookFixtures, webhookFixturesDir } from './webhooks.js';
+export { checkResponse, responseSchema, matchRoute } from './openapi.js';
+export { fixture, signDelivery, webhookFixtures, MAPPED_EVENTS } from './webhooks.js';
 export type { FixtureFile, SignedDelivery } from './webhooks.js';

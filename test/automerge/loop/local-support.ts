@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openLocalForge, type LocalForge } from '../../../src/forge/local/index.js';
 import { openLocalAutomerge, type JobResult, type LocalAutomerge, type LocalAutomergeOptions, type LoopProgress } from '../../../src/automerge/loop/index.js';
-import { makeTempRepo, type TempRepo } from '../../forge/git-fixture.js';
+import { makeSeededRepo, type TempRepo } from '../../forge/git-fixture.js';
 
 export const MAINTAINER = 'Tess Tester';
 
@@ -54,9 +54,7 @@ export interface LoopFixture {
 }
 
 export async function loopFixture(options: { config?: string; automerge?: Partial<LocalAutomergeOptions> } = {}): Promise<LoopFixture> {
-  const repo = makeTempRepo('proofgate-automerge-');
-  repo.commit('main', { 'README.md': '# demo\n', 'CHANGELOG.md': '# Changelog\n\n## Unreleased\n\n', 'check.mjs': CHECK_SCRIPT, '.proofgate.yml': options.config ?? repoConfig() }, 'initial');
-  repo.git(['reset', '-q', '--hard', 'main']);
+  const repo = makeSeededRepo('proofgate-automerge-', { 'README.md': '# demo\n', 'CHANGELOG.md': '# Changelog\n\n## Unreleased\n\n', 'check.mjs': CHECK_SCRIPT, '.proofgate.yml': options.config ?? repoConfig() });
   const dataDir = mkdtempSync(join(tmpdir(), 'proofgate-automerge-data-'));
   const opened = await openLocalForge({ repoDir: repo.dir, dataDir });
   const progress: LoopProgress[] = [];

@@ -3,3 +3,4 @@ export * from './canonical-json.js';
 export * from './digest.js';
 export * from './ids.js';
 export * from './clock.js';
+export * from './secrets.js';

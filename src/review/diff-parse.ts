@@ -3,8 +3,15 @@ export interface DiffFile {
   readonly oldPath: string | null;
   readonly newPath: string | null;
   readonly binary: boolean;
+  /**
+   * The object id of the file's bytes at the head, from the `index <old>..<new>`
+   * line (full with `--full-index`); null for a deletion or a change without one.
+   */
+  readonly newBlob: string | null;
   readonly added: { readonly line: number; readonly text: string }[];
 }
+
+const NULL_OID = /^0+$/;
 
 /** The path a change is about: the new path, or the old one for a deletion. */
 export function filePath(file: DiffFile): string {
@@ -53,13 +60,13 @@ function headerPaths(line: string): { oldPath: string | null; newPath: string | 
 
 /** Parse `git diff` output (with `a/` and `b/` prefixes) into files and added lines. */
 export function parseUnifiedDiff(text: string): DiffFile[] {
-  const files: { oldPath: string | null; newPath: string | null; binary: boolean; added: { line: number; text: string }[] }[] = [];
+  const files: { oldPath: string | null; newPath: string | null; binary: boolean; newBlob: string | null; added: { line: number; text: string }[] }[] = [];
   let current: (typeof files)[number] | undefined;
   let newLine = 0;
   let inHunk = false;
   for (const line of text.split('\n')) {
     if (line.startsWith('diff --git ')) {
-      current = { ...headerPaths(line), binary: false, added: [] };
+      current = { ...headerPaths(line), binary: false, newBlob: null, added: [] };
       files.push(current);
       inHunk = false;
       continue;
@@ -71,6 +78,10 @@ export function parseUnifiedDiff(text: string): DiffFile[] {
       else if (line.startsWith('new file mode')) current.oldPath = null;
       else if (line.startsWith('deleted file mode')) current.newPath = null;
       else if (line === 'GIT binary patch' || line.startsWith('Binary files ')) current.binary = true;
+      else {
+        const index = line.match(/^index [0-9a-f]+\.\.([0-9a-f]+)(?: \d+)?$/);
+        if (index) current.newBlob = NULL_OID.test(index[1] as string) ? null : (index[1] as string);
+      }
     }
     const hunk = line.match(/^@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@/);
     if (hunk) {

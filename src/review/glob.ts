@@ -1,29 +1,25 @@
+import picomatch from 'picomatch';
+
 /**
- * Path globs for review settings: `*` and `?` stay inside one path segment,
- * `**` crosses segments, and a pattern ending in `/` matches everything below it.
+ * Path globs for review settings, matched by picomatch (POSIX paths): `*` and
+ * `?` stay inside one path segment, `**` crosses segments, and a pattern
+ * ending in `/` matches everything below it. Dot files match like any other
+ * file, and so does any character a git path may hold, newlines included
+ * (`secret/**` matches `secret/\nx`): the `s` flag lets picomatch's `.` match
+ * a newline.
  */
-export function globToRegExp(pattern: string): RegExp {
-  if (pattern.endsWith('/')) pattern = `${pattern}**`;
-  let out = '';
-  for (let i = 0; i < pattern.length; i += 1) {
-    const char = pattern[i] as string;
-    if (char === '*') {
-      if (pattern[i + 1] === '*') {
-        const slash = pattern[i + 2] === '/';
-        out += slash ? '(?:.*/)?' : '.*';
-        i += slash ? 2 : 1;
-      } else {
-        out += '[^/]*';
-      }
-    } else if (char === '?') {
-      out += '[^/]';
-    } else {
-      out += char.replace(/[.+^${}()|[\]\\]/g, '\\$&');
-    }
-  }
-  return new RegExp(`^${out}$`);
+const OPTIONS = { dot: true, flags: 's', windows: false } as const;
+
+const compiled = new Map<string, (path: string) => boolean>();
+
+function matcher(pattern: string): (path: string) => boolean {
+  const known = compiled.get(pattern);
+  if (known !== undefined) return known;
+  const match = picomatch(pattern.endsWith('/') ? `${pattern}**` : pattern, OPTIONS);
+  compiled.set(pattern, match);
+  return match;
 }
 
 export function matchesAny(path: string, patterns: readonly string[]): boolean {
-  return patterns.some((pattern) => globToRegExp(pattern).test(path));
+  return patterns.some((pattern) => matcher(pattern)(path));
 }

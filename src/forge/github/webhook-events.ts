@@ -27,6 +27,14 @@ export interface IgnoredDelivery {
   readonly deliveryId: string;
 }
 
+/** A delivery taken before (same id, or same signed body): acknowledged, and nothing is done. */
+export interface DuplicateDelivery {
+  readonly kind: 'duplicate';
+  readonly reason: string;
+  readonly eventName: string;
+  readonly deliveryId: string;
+}
+
 export interface MappingContext {
   readonly eventName: string;
   readonly deliveryId: string;

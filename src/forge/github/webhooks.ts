@@ -1,19 +1,40 @@
 /**
- * Webhook deliveries: verify `X-Hub-Signature-256` over the exact body bytes
- * with @octokit/webhooks, then map the payload to a typed forge event that
- * keeps the delivery id (`X-GitHub-Delivery`) for idempotency. A missing or
- * wrong signature throws WEBHOOK_SIGNATURE before anything is parsed, so the
- * caller records nothing.
+ * Webhook deliveries: verify `X-Hub-Signature-256` (HMAC-SHA256) over the
+ * exact bytes received, before anything else is read from them; then take
+ * the delivery once: a delivery whose id, or whose signed body, was taken
+ * before is answered `duplicate` and maps to nothing; else map the payload to
+ * a typed forge event that keeps the delivery id (`X-GitHub-Delivery`).
+ *
+ * The body is never decoded before the signature is checked: a decoder that
+ * drops a byte-order mark (or anything else) would let a body be accepted
+ * under a signature made for other bytes. The delivery id header is not
+ * covered by the signature, so a replay under a fresh id is caught by the
+ * body digest. A missing or wrong signature throws WEBHOOK_SIGNATURE and
+ * nothing is recorded.
  */
-import { Webhooks } from '@octokit/webhooks';
+import { createHmac, timingSafeEqual } from 'node:crypto';
 import pino, { type Logger } from 'pino';
-import { ProofgateError } from '../../core/errors.js';
+import { ProofgateError, isProofgateError } from '../../core/errors.js';
 import { parseJson } from '../../core/canonical-json.js';
-import { mapWebhookPayload, type GitHubForgeEvent, type IgnoredDelivery } from './webhook-events.js';
+import { sha256Digest, sha256Hex } from '../../core/digest.js';
+import type { EventStore } from '../../storage/ports.js';
+import { mapWebhookPayload, type DuplicateDelivery, type GitHubForgeEvent, type IgnoredDelivery } from './webhook-events.js';
 
-export type { GitHubForgeEvent, IgnoredDelivery, GitHubRepositoryRef } from './webhook-events.js';
+export type { DuplicateDelivery, GitHubForgeEvent, IgnoredDelivery, GitHubRepositoryRef } from './webhook-events.js';
 
 export type WebhookHeaders = Readonly<Record<string, string | readonly string[] | undefined>>;
+
+/** What identifies a delivery for the ledger: its id and the digest of its signed body. */
+export interface DeliveryKey {
+  readonly deliveryId: string;
+  readonly bodyDigest: string;
+}
+
+/** Remembers the deliveries already taken. */
+export interface DeliveryLedger {
+  /** Record the delivery; false when its id or its body digest was recorded before. */
+  claim(key: DeliveryKey): Promise<boolean>;
+}
 
 export interface WebhookDelivery {
   readonly headers: WebhookHeaders;
@@ -22,12 +43,14 @@ export interface WebhookDelivery {
   readonly secret: string;
   /** Secrets still accepted during a rotation. */
   readonly previousSecrets?: readonly string[];
+  /** Where deliveries already taken are remembered (`storeDeliveryLedger` for a server). */
+  readonly deliveries: DeliveryLedger;
   /** Branches whose pushes count as base pushes; default: the repository's default branch. */
   readonly baseBranches?: readonly string[];
   readonly logger?: Logger;
 }
 
-export type WebhookResult = GitHubForgeEvent | IgnoredDelivery;
+export type WebhookResult = GitHubForgeEvent | IgnoredDelivery | DuplicateDelivery;
 
 const silent = pino({ level: 'silent' });
 
@@ -38,16 +61,20 @@ export async function parseWebhookDelivery(delivery: WebhookDelivery): Promise<W
   if (signature === null || signature === '') {
     throw new ProofgateError('WEBHOOK_SIGNATURE', 'webhook delivery has no X-Hub-Signature-256 header');
   }
-  const body = bodyText(delivery.body);
-  if (body === '' || !(await signedByAny([delivery.secret, ...(delivery.previousSecrets ?? [])], body, signature))) {
+  const bytes = typeof delivery.body === 'string' ? Buffer.from(delivery.body, 'utf8') : Buffer.from(delivery.body.buffer, delivery.body.byteOffset, delivery.body.byteLength);
+  if (bytes.length === 0 || !signedByAny([delivery.secret, ...(delivery.previousSecrets ?? [])], bytes, signature)) {
     throw new ProofgateError('WEBHOOK_SIGNATURE', 'webhook signature does not match the body');
   }
   const deliveryId = header(delivery.headers, 'x-github-delivery');
   const eventName = header(delivery.headers, 'x-github-event');
   if (deliveryId === null || deliveryId === '') throw new ProofgateError('INVALID_INPUT', 'webhook delivery has no X-GitHub-Delivery header');
   if (eventName === null || eventName === '') throw new ProofgateError('INVALID_INPUT', 'webhook delivery has no X-GitHub-Event header');
-  const payload = parseJson(body, 'webhook body');
+  const payload = parseJson(bodyText(bytes), 'webhook body');
   const result = mapWebhookPayload(payload, { eventName, deliveryId, ...(delivery.baseBranches ? { baseBranches: delivery.baseBranches } : {}) });
+  if (!(await delivery.deliveries.claim({ deliveryId, bodyDigest: sha256Digest(bytes) }))) {
+    logger.debug({ deliveryId, eventName }, 'webhook delivery seen before');
+    return { kind: 'duplicate', reason: 'this delivery (its id or its signed body) was taken before', eventName, deliveryId };
+  }
   if (result.kind === 'ignored') {
     logger.debug({ deliveryId, eventName, reason: result.reason }, 'webhook delivery ignored');
   } else {
@@ -56,11 +83,13 @@ export async function parseWebhookDelivery(delivery: WebhookDelivery): Promise<W
   return result;
 }
 
-async function signedByAny(secrets: readonly string[], body: string, signature: string): Promise<boolean> {
-  for (const secret of secrets) {
-    if (secret !== '' && (await new Webhooks({ secret }).verify(body, signature))) return true;
-  }
-  return false;
+function signedByAny(secrets: readonly string[], bytes: Buffer, signature: string): boolean {
+  const given = Buffer.from(signature, 'utf8');
+  return secrets.some((secret) => {
+    if (secret === '') return false;
+    const expected = Buffer.from(`sha256=${createHmac('sha256', secret).update(bytes).digest('hex')}`, 'utf8');
+    return given.length === expected.length && timingSafeEqual(given, expected);
+  });
 }
 
 function header(headers: WebhookHeaders, name: string): string | null {
@@ -72,11 +101,53 @@ function header(headers: WebhookHeaders, name: string): string | null {
   return null;
 }
 
-function bodyText(body: string | Uint8Array): string {
-  if (typeof body === 'string') return body;
+/** The verified bytes as text, nothing dropped (the JSON parser skips a leading byte-order mark the signature covered). */
+function bodyText(bytes: Buffer): string {
   try {
-    return new TextDecoder('utf-8', { fatal: true }).decode(body);
+    return new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes);
   } catch {
     throw new ProofgateError('INVALID_INPUT', 'webhook body is not UTF-8');
   }
+}
+
+/** A ledger in memory (one process, tests): remembers up to `limit` ids and bodies, forgetting the oldest first. */
+export function memoryDeliveryLedger(limit = 100_000): DeliveryLedger {
+  const seen = new Set<string>();
+  const remember = (key: string): boolean => {
+    if (seen.has(key)) return false;
+    seen.add(key);
+    if (seen.size > limit) seen.delete(seen.values().next().value as string);
+    return true;
+  };
+  return {
+    claim: async ({ deliveryId, bodyDigest }) => {
+      const newId = remember(`id:${deliveryId}`);
+      const newBody = remember(`body:${bodyDigest}`);
+      return newId && newBody;
+    },
+  };
+}
+
+/**
+ * A ledger in proofgate's event store, shared by every process on that store:
+ * one stream per delivery id digest and one per body digest, each created by
+ * an append at revision 0. A second append of the same record is the store's
+ * no-op retry (`written: false`) or a REVISION_CONFLICT: either way, seen.
+ */
+export function storeDeliveryLedger(events: EventStore): DeliveryLedger {
+  const first = async (stream: string): Promise<boolean> => {
+    try {
+      return (await events.append(stream, 0, [{ id: stream, type: 'webhook-delivery-seen', data: {} }])).written;
+    } catch (error) {
+      if (isProofgateError(error, 'REVISION_CONFLICT') || isProofgateError(error, 'DUPLICATE_EVENT_ID')) return false;
+      throw error;
+    }
+  };
+  return {
+    claim: async ({ deliveryId, bodyDigest }) => {
+      const newId = await first(`github-delivery-id:${sha256Hex(deliveryId)}`);
+      const newBody = await first(`github-delivery-body:${bodyDigest.slice('sha256:'.length)}`);
+      return newId && newBody;
+    },
+  };
 }

@@ -1,18 +1,26 @@
 import { createHmac } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { isProofgateError, type ErrorCode } from '../../../src/core/index.js';
-import { parseWebhookDelivery, type WebhookResult } from '../../../src/forge/github/index.js';
+import { memoryDeliveryLedger, parseWebhookDelivery, storeDeliveryLedger, type DeliveryLedger, type WebhookResult } from '../../../src/forge/github/index.js';
+import { defaultStoragePolicy } from '../../../src/storage/index.js';
+import { createLocalRunStorage } from '../../../src/storage/sqlite/index.js';
 import { fixture, signDelivery, webhookFixtures } from '../../support/github-server/index.js';
 import { collectingLogger } from './harness.js';
 
 const SECRET = 'webhook-secret-for-tests';
-const signDeliveryBody = (body: string) => `sha256=${createHmac('sha256', SECRET).update(body).digest('hex')}`;
+const signDeliveryBody = (body: string | Uint8Array) => `sha256=${createHmac('sha256', SECRET).update(body).digest('hex')}`;
 const code = (want: ErrorCode) => (e: unknown) => isProofgateError(e, want);
+/** A new ledger for each call: for tests that send the same bytes on purpose to exercise another rule. */
+const fresh = (): DeliveryLedger => memoryDeliveryLedger();
 
-async function deliver(eventName: string, payload: unknown, extra: { baseBranches?: string[] } = {}): Promise<WebhookResult> {
+async function deliver(eventName: string, payload: unknown, extra: { baseBranches?: string[] } = {}): Promise<Exclude<WebhookResult, { kind: 'duplicate' }>> {
   const signed = signDelivery(eventName, payload, SECRET);
-  const result = await parseWebhookDelivery({ headers: signed.headers, body: signed.body, secret: SECRET, ...extra });
+  const result = await parseWebhookDelivery({ headers: signed.headers, body: signed.body, secret: SECRET, deliveries: fresh(), ...extra });
   expect(result.deliveryId).toBe(signed.deliveryId);
+  if (result.kind === 'duplicate') throw new Error('a fresh ledger answered duplicate');
   return result;
 }
 
@@ -114,7 +122,7 @@ describe('GitHub webhook deliveries', () => {
   it('ignores unknown event types with a debug log line', async () => {
     const lines: string[] = [];
     const signed = signDelivery('ping', { zen: 'Keep it logically awesome.', hook_id: 1 }, SECRET);
-    const result = await parseWebhookDelivery({ headers: signed.headers, body: signed.body, secret: SECRET, logger: collectingLogger(lines) });
+    const result = await parseWebhookDelivery({ headers: signed.headers, body: signed.body, secret: SECRET, deliveries: fresh(), logger: collectingLogger(lines) });
     expect(result).toEqual({ kind: 'ignored', reason: "event 'ping' is not used", eventName: 'ping', deliveryId: signed.deliveryId });
     expect(lines).toHaveLength(1);
     const line = JSON.parse(lines[0] as string) as { level: number; msg: string; deliveryId: string };
@@ -125,37 +133,110 @@ describe('GitHub webhook deliveries', () => {
   it('rejects a missing or wrong signature before reading the body', async () => {
     const signed = signDelivery('pull_request', fixture('pull_request', 'opened.payload.json'), SECRET);
     const { 'x-hub-signature-256': _signature, ...unsigned } = signed.headers;
-    await expect(parseWebhookDelivery({ headers: unsigned, body: signed.body, secret: SECRET })).rejects.toSatisfy(code('WEBHOOK_SIGNATURE'));
-    await expect(parseWebhookDelivery({ headers: signed.headers, body: signed.body, secret: 'another-secret' })).rejects.toSatisfy(code('WEBHOOK_SIGNATURE'));
-    await expect(parseWebhookDelivery({ headers: signed.headers, body: `${signed.body} `, secret: SECRET })).rejects.toSatisfy(code('WEBHOOK_SIGNATURE'));
-    await expect(parseWebhookDelivery({ headers: { ...signed.headers, 'x-hub-signature-256': 'sha256=00' }, body: signed.body, secret: SECRET })).rejects.toSatisfy(code('WEBHOOK_SIGNATURE'));
+    await expect(parseWebhookDelivery({ headers: unsigned, body: signed.body, secret: SECRET, deliveries: fresh() })).rejects.toSatisfy(code('WEBHOOK_SIGNATURE'));
+    await expect(parseWebhookDelivery({ headers: signed.headers, body: signed.body, secret: 'another-secret', deliveries: fresh() })).rejects.toSatisfy(code('WEBHOOK_SIGNATURE'));
+    await expect(parseWebhookDelivery({ headers: signed.headers, body: `${signed.body} `, secret: SECRET, deliveries: fresh() })).rejects.toSatisfy(code('WEBHOOK_SIGNATURE'));
+    await expect(parseWebhookDelivery({ headers: { ...signed.headers, 'x-hub-signature-256': 'sha256=00' }, body: signed.body, secret: SECRET, deliveries: fresh() })).rejects.toSatisfy(code('WEBHOOK_SIGNATURE'));
     // A wrongly signed body that is not even JSON still fails on the signature, not the parse.
-    await expect(parseWebhookDelivery({ headers: signed.headers, body: 'not json', secret: SECRET })).rejects.toSatisfy(code('WEBHOOK_SIGNATURE'));
+    await expect(parseWebhookDelivery({ headers: signed.headers, body: 'not json', secret: SECRET, deliveries: fresh() })).rejects.toSatisfy(code('WEBHOOK_SIGNATURE'));
   });
 
   it('accepts the right signature over raw bytes, any header case, and a previous secret', async () => {
     const signed = signDelivery('pull_request', fixture('pull_request', 'synchronize.payload.json'), 'old-secret');
     const upper = Object.fromEntries(Object.entries(signed.headers).map(([k, v]) => [k.toUpperCase(), v]));
-    const result = await parseWebhookDelivery({ headers: upper, body: new TextEncoder().encode(signed.body), secret: SECRET, previousSecrets: ['old-secret'] });
+    const result = await parseWebhookDelivery({ headers: upper, body: new TextEncoder().encode(signed.body), secret: SECRET, deliveries: fresh(), previousSecrets: ['old-secret'] });
     expect(result).toMatchObject({ kind: 'change-synchronized', changeId: '2', deliveryId: signed.deliveryId });
   });
 
   it('rejects a signed delivery without a delivery id or event name, or with a body that is not UTF-8', async () => {
     const signed = signDelivery('pull_request', fixture('pull_request', 'opened.payload.json'), SECRET);
     const { 'x-github-delivery': _id, ...noId } = signed.headers;
-    await expect(parseWebhookDelivery({ headers: noId, body: signed.body, secret: SECRET })).rejects.toSatisfy(code('INVALID_INPUT'));
+    await expect(parseWebhookDelivery({ headers: noId, body: signed.body, secret: SECRET, deliveries: fresh() })).rejects.toSatisfy(code('INVALID_INPUT'));
     const { 'x-github-event': _event, ...noEvent } = signed.headers;
-    await expect(parseWebhookDelivery({ headers: noEvent, body: signed.body, secret: SECRET })).rejects.toSatisfy(code('INVALID_INPUT'));
-    await expect(parseWebhookDelivery({ headers: signed.headers, body: new Uint8Array([0xff, 0xfe]), secret: SECRET })).rejects.toSatisfy(code('INVALID_INPUT'));
+    await expect(parseWebhookDelivery({ headers: noEvent, body: signed.body, secret: SECRET, deliveries: fresh() })).rejects.toSatisfy(code('INVALID_INPUT'));
+    const notUtf8 = new Uint8Array([0xff, 0xfe]);
+    await expect(parseWebhookDelivery({ headers: signed.headers, body: notUtf8, secret: SECRET, deliveries: fresh() })).rejects.toSatisfy(code('WEBHOOK_SIGNATURE'));
+    const signedNotUtf8 = { ...signed.headers, 'x-hub-signature-256': signDeliveryBody(notUtf8) };
+    await expect(parseWebhookDelivery({ headers: signedNotUtf8, body: notUtf8, secret: SECRET, deliveries: fresh() })).rejects.toSatisfy(code('INVALID_INPUT'));
     const notJson = signDelivery('pull_request', 'x', SECRET);
-    await expect(parseWebhookDelivery({ headers: notJson.headers, body: '{"unterminated', secret: SECRET })).rejects.toSatisfy(code('WEBHOOK_SIGNATURE'));
+    await expect(parseWebhookDelivery({ headers: notJson.headers, body: '{"unterminated', secret: SECRET, deliveries: fresh() })).rejects.toSatisfy(code('WEBHOOK_SIGNATURE'));
     const signedGarbage = { ...notJson.headers, 'x-hub-signature-256': signDeliveryBody('{"unterminated') };
-    await expect(parseWebhookDelivery({ headers: signedGarbage, body: '{"unterminated', secret: SECRET })).rejects.toSatisfy(code('INVALID_JSON'));
+    await expect(parseWebhookDelivery({ headers: signedGarbage, body: '{"unterminated', secret: SECRET, deliveries: fresh() })).rejects.toSatisfy(code('INVALID_JSON'));
   });
 
   it('rejects a signed payload that lacks a field the mapping needs', async () => {
     const payload = fixture('pull_request', 'opened.payload.json');
     delete (payload.pull_request as Record<string, unknown>).head;
     await expect(deliver('pull_request', payload)).rejects.toSatisfy(code('INVALID_INPUT'));
+  });
+});
+
+describe('webhook signatures cover the exact bytes received', () => {
+  const json = JSON.stringify(fixture('pull_request', 'opened.payload.json'));
+  const BOM = Buffer.from([0xef, 0xbb, 0xbf]);
+  const headersFor = (signature: string, deliveryId = 'bom-1') => ({ 'x-hub-signature-256': signature, 'x-github-delivery': deliveryId, 'x-github-event': 'pull_request' });
+
+  it('refuses a body with a BOM whose signature was made before the BOM was added (sign, then strip or prepend)', async () => {
+    const body = new Uint8Array(Buffer.concat([BOM, Buffer.from(json)]));
+    const deliveries = memoryDeliveryLedger();
+    await expect(parseWebhookDelivery({ headers: headersFor(signDeliveryBody(json)), body, secret: SECRET, deliveries })).rejects.toSatisfy(code('WEBHOOK_SIGNATURE'));
+    // The same as a string holding U+FEFF: the signature is over its UTF-8 bytes, BOM included.
+    await expect(parseWebhookDelivery({ headers: headersFor(signDeliveryBody(json)), body: `\uFEFF${json}`, secret: SECRET, deliveries })).rejects.toSatisfy(code('WEBHOOK_SIGNATURE'));
+    // And the other way round: signed with the BOM, delivered without it.
+    await expect(parseWebhookDelivery({ headers: headersFor(signDeliveryBody(body)), body: json, secret: SECRET, deliveries })).rejects.toSatisfy(code('WEBHOOK_SIGNATURE'));
+    // Refused deliveries leave nothing in the ledger: the genuine delivery with that id is still taken.
+    const genuine = await parseWebhookDelivery({ headers: headersFor(signDeliveryBody(json)), body: json, secret: SECRET, deliveries });
+    expect(genuine).toMatchObject({ kind: 'change-opened', deliveryId: 'bom-1' });
+  });
+
+  it('accepts a BOM that the signature covers (only the parser skips it, after the check)', async () => {
+    const body = new Uint8Array(Buffer.concat([BOM, Buffer.from(json)]));
+    const result = await parseWebhookDelivery({ headers: headersFor(signDeliveryBody(body)), body, secret: SECRET, deliveries: fresh() });
+    expect(result.kind).toBe('change-opened');
+  });
+});
+
+describe('a delivery is taken once', () => {
+  const payload = fixture('pull_request', 'opened.payload.json');
+
+  it('answers a redelivery (same id, same bytes) duplicate, and takes nothing from it', async () => {
+    const deliveries = memoryDeliveryLedger();
+    const signed = signDelivery('pull_request', payload, SECRET);
+    const first = await parseWebhookDelivery({ headers: signed.headers, body: signed.body, secret: SECRET, deliveries });
+    expect(first.kind).toBe('change-opened');
+    for (let again = 0; again < 2; again += 1) {
+      const replay = await parseWebhookDelivery({ headers: signed.headers, body: signed.body, secret: SECRET, deliveries });
+      expect(replay).toEqual({ kind: 'duplicate', reason: expect.stringContaining('taken before') as unknown, eventName: 'pull_request', deliveryId: signed.deliveryId });
+    }
+  });
+
+  it('catches a replay under a new delivery id (the id header is not signed) and a new body under a used id', async () => {
+    const deliveries = memoryDeliveryLedger();
+    const signed = signDelivery('pull_request', payload, SECRET);
+    expect((await parseWebhookDelivery({ headers: signed.headers, body: signed.body, secret: SECRET, deliveries })).kind).toBe('change-opened');
+    const renamed = { ...signed.headers, 'x-github-delivery': 'a-fresh-id-chosen-by-the-replayer' };
+    expect((await parseWebhookDelivery({ headers: renamed, body: signed.body, secret: SECRET, deliveries })).kind).toBe('duplicate');
+    const other = signDelivery('pull_request', { ...payload, number: 99 }, SECRET, signed.deliveryId);
+    expect((await parseWebhookDelivery({ headers: other.headers, body: other.body, secret: SECRET, deliveries })).kind).toBe('duplicate');
+    const next = signDelivery('pull_request', { ...payload, number: 100 }, SECRET);
+    expect((await parseWebhookDelivery({ headers: next.headers, body: next.body, secret: SECRET, deliveries })).kind).toBe('change-opened');
+  });
+
+  it('remembers deliveries in the event store across processes (two openings of one SQLite data dir)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'pg-webhook-ledger-'));
+    try {
+      const open = () => createLocalRunStorage({ directory: dir, namespace: 'github', policy: defaultStoragePolicy });
+      const signed = signDelivery('pull_request', payload, SECRET);
+      const one = open();
+      const first = await parseWebhookDelivery({ headers: signed.headers, body: signed.body, secret: SECRET, deliveries: storeDeliveryLedger(one.eventStore) });
+      expect(first.kind).toBe('change-opened');
+      const two = open();
+      const again = await Promise.all([0, 1].map(() => parseWebhookDelivery({ headers: signed.headers, body: signed.body, secret: SECRET, deliveries: storeDeliveryLedger(two.eventStore) })));
+      expect(again.map((result) => result.kind)).toEqual(['duplicate', 'duplicate']);
+      await one.close();
+      await two.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

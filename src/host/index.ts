@@ -1,9 +1,27 @@
 /**
  * The machine proofgate runs on: child processes and the git binary. One
  * process runner (own process group, time limit, abort, capped output, an
- * environment built from an allow-list), one git runner, and the rule for
- * what a child may see of proofgate's environment. Imports only `core`.
+ * environment built from an allow-list), one git runner, the rule for what a
+ * child may see of proofgate's environment, and the jail for code proofgate
+ * did not write (`runUntrusted`, `exportCommit`). Imports only `core`.
  */
 export { PORTABLE_ENV, SESSION_ENV, TOOLCHAIN_ENV, allowListedEnv } from './env.js';
 export { runProcess, type ProcessRequest, type ProcessResult, type OutputCap } from './process.js';
 export { runGit, gitText, gitEnvironment, safeGitArgs, SAFE_CONFIG, GIT_ENV, type GitResult, type GitOptions } from './git.js';
+export {
+  runUntrusted,
+  prepareJobDir,
+  makeJobDir,
+  jailStatus,
+  exportCommit,
+  prepareCacheDir,
+  DEFAULT_LIMITS,
+  JAIL_UID,
+  JAIL_GID,
+  type SandboxMode,
+  type JailMount,
+  type JailLimits,
+  type UntrustedRequest,
+  type UntrustedResult,
+  type JailStatus,
+} from './jail.js';

@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { OutputCapture, type OutputCap } from './output.js';
 
 /**
@@ -33,6 +33,10 @@ export interface ProcessRequest {
   readonly killGraceMs?: number;
   /** How long to keep reading output after the program exited (default 1000 ms). */
   readonly drainMs?: number;
+  /** Extra pipes handed to the program as fds 3, 4, ... (the jail uses them to talk to bubblewrap). */
+  readonly extraPipes?: number;
+  /** Called once the program was spawned, with its handle (its extra pipes are `child.stdio[3..]`). */
+  readonly onSpawn?: (child: ChildProcess) => void;
 }
 
 export interface ProcessResult {
@@ -94,7 +98,7 @@ export function runProcess(request: ProcessRequest): Promise<ProcessResult> {
     const child = spawn(file, args, {
       cwd: request.cwd,
       detached: true,
-      stdio: [request.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+      stdio: [request.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe', ...Array.from({ length: request.extraPipes ?? 0 }, () => 'pipe' as const)],
       env: { ...request.env },
       windowsHide: true,
     });
@@ -165,6 +169,7 @@ export function runProcess(request: ProcessRequest): Promise<ProcessResult> {
       drainTimer = setTimeout(settle, request.drainMs ?? DEFAULT_DRAIN_MS);
     });
     child.on('close', settle);
+    request.onSpawn?.(child);
     if (child.stdin !== null) {
       // A program that exits without reading its input must not fail the run.
       child.stdin.on('error', () => undefined);

@@ -1,42 +1,76 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ForgeEvent } from '../../src/forge/port.js';
 import { parseOutputUrl, type CheckProgress } from '../../src/forge/local/index.js';
-import { localFixture, type LocalFixture } from './local-support.js';
+import { localFixture, rejectionOf, type LocalFixture } from './local-support.js';
+import { sandboxForTests } from '../support/jail.js';
 
 let fixture: LocalFixture | undefined;
 const scratch: string[] = [];
+// Check runs a test started: cancelled before cleanup, so a check that waits for the test never outlives it.
+const runs: AbortController[] = [];
 afterEach(async () => {
+  for (const run of runs.splice(0)) run.abort();
   await fixture?.cleanup();
   fixture = undefined;
   for (const dir of scratch.splice(0)) rmSync(dir, { recursive: true, force: true });
 });
 
-function yamlChecks(checks: Array<{ name: string; run: string; timeoutSeconds?: number }>): string {
-  const lines = ['checks:'];
+// Jailed where bubblewrap works (always under CI=true); unjailed, saying so, elsewhere.
+const sandbox = await sandboxForTests();
+
+function yamlChecks(checks: Array<{ name: string; run: string; timeoutSeconds?: number; git?: boolean }>): string {
+  const lines = [`sandbox: ${sandbox}`, 'checks:'];
   for (const check of checks) {
     lines.push(`  - name: ${check.name}`, `    run: ${JSON.stringify(check.run)}`);
     if (check.timeoutSeconds !== undefined) lines.push(`    timeoutSeconds: ${check.timeoutSeconds}`);
+    if (check.git === true) lines.push('    git: true');
   }
   return `${lines.join('\n')}\n`;
 }
 
-/** True while `pid` is a live process (a zombie waiting to be reaped does not count). */
-function isRunning(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return !/^\d+ \(.*\) [ZX]/s.test(stat);
-  } catch {
-    return false;
-  }
+/** Live host processes (zombies do not count) whose command line contains `marker`. */
+function runningWith(marker: string): string[] {
+  return readdirSync('/proc').filter((pid) => {
+    if (!/^\d+$/.test(pid)) return false;
+    try {
+      if (/^\d+ \(.*\) [ZX]/s.test(readFileSync(`/proc/${pid}/stat`, 'utf8'))) return false;
+      return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(marker);
+    } catch {
+      return false;
+    }
+  });
+}
+
+/** Polls `done` until it holds, for at most `boundMs` (a bound for a loaded machine, not an expected time). */
+async function until(done: () => boolean, boundMs = 60_000): Promise<boolean> {
+  const deadline = Date.now() + boundMs;
+  while (!done() && Date.now() < deadline) await new Promise((wake) => setTimeout(wake, 20));
+  return done();
+}
+
+/**
+ * A `cacheDir` for the trusted config: the one host folder a jailed check shares with the test (bound writable at
+ * its own path; searchable by the jail's uid). A check waits on a file the test writes there.
+ */
+function sharedCacheDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'proofgate-check-cache-'));
+  scratch.push(dir);
+  chmodSync(dir, 0o777);
+  return dir;
+}
+
+async function outputOf(forge: LocalFixture['forge'], url: string | null): Promise<string> {
+  const { runId, digest } = parseOutputUrl(url ?? '');
+  return Buffer.from(await forge.store.storage.artifactStore.read({ namespace: forge.store.storage.namespace, runId }, digest)).toString();
 }
 
 describe('local forge: checks run', () => {
   it('runs each configured check at the exact head, records the runs and keeps the output', async () => {
     const config = yamlChecks([
-      { name: 'exact-head', run: 'test "$(git rev-parse HEAD)" = "$PROOFGATE_HEAD_SHA" && test -f feature.txt && echo "at $PROOFGATE_HEAD_SHA"' },
+      { name: 'exact-head', run: 'test "$(git rev-parse HEAD)" = "$PROOFGATE_HEAD_SHA" && test -f feature.txt && echo "at $PROOFGATE_HEAD_SHA"', git: true },
       { name: 'fails', run: 'echo broken >&2; exit 3' },
     ]);
     fixture = await localFixture(config, { outputCapBytes: 4096 });
@@ -49,9 +83,9 @@ describe('local forge: checks run', () => {
     const run = await forge.runChecks(change.id, { onProgress: (entry: CheckProgress) => progress.push(entry.phase === 'completed' ? `done ${entry.result.name}` : `${entry.phase} ${entry.name}`) });
     expect(progress).toEqual(['queued exact-head', 'queued fails', 'started exact-head', 'done exact-head', 'started fails', 'done fails']);
     expect(run.headSha).toBe(change.head.sha);
-    expect(run.results.map((result) => [result.name, result.conclusion, result.exitCode])).toEqual([
-      ['exact-head', 'success', 0],
-      ['fails', 'failure', 3],
+    expect(run.results.map((result) => [result.name, result.conclusion, result.exitCode, result.sandbox])).toEqual([
+      ['exact-head', 'success', 0, sandbox],
+      ['fails', 'failure', 3, sandbox],
     ]);
     const snapshot = await forge.snapshot(change.id);
     expect(snapshot.checks.map((check) => [check.name, check.status, check.conclusion, check.headSha])).toEqual([
@@ -73,41 +107,41 @@ describe('local forge: checks run', () => {
   });
 
   it('kills a check that runs past its timeout, with everything it started', async () => {
-    const marks = mkdtempSync(join(tmpdir(), 'proofgate-check-marks-'));
-    scratch.push(marks);
-    const run = `sleep 30 & echo $! > ${marks}/child.pid; wait`;
+    const marker = `30.${process.pid}${Date.now() % 100000}`;
+    const run = `setsid sleep ${marker} & sleep ${marker} & echo started; wait`;
     fixture = await localFixture(yamlChecks([{ name: 'slow', run, timeoutSeconds: 1 }]));
     const { forge, repo } = fixture;
     const change = await forge.openChange({ head: 'feature', base: 'main' });
-    const started = Date.now();
     const { results } = await forge.runChecks(change.id);
-    expect(Date.now() - started).toBeLessThan(8000);
     expect(results[0]).toMatchObject({ name: 'slow', conclusion: 'timed_out' });
-    const pid = Number(readFileSync(join(marks, 'child.pid'), 'utf8'));
-    expect(isRunning(pid)).toBe(false);
+    expect(await outputOf(forge, results[0]?.outputUrl ?? null)).toContain('started');
+    expect(runningWith(`sleep\0${marker}`)).toEqual([]);
     expect(repo.git(['worktree', 'list', '--porcelain']).split('\n').filter((line) => line.startsWith('worktree '))).toHaveLength(1);
   });
 
   it('an aborted signal kills the running check and completes it and the checks not started as cancelled', async () => {
     const marks = mkdtempSync(join(tmpdir(), 'proofgate-check-marks-'));
     scratch.push(marks);
-    const run = `sleep 30 & echo $! > ${marks}/child.pid; wait`;
+    const marker = `30.${process.pid}${Date.now() % 100000}1`;
+    const run = `sleep ${marker} & echo started; wait`;
     fixture = await localFixture(yamlChecks([{ name: 'slow', run }, { name: 'later', run: `touch ${marks}/later-ran` }]));
     const { forge, repo } = fixture;
     const change = await forge.openChange({ head: 'feature', base: 'main' });
     const abort = new AbortController();
-    const started = Date.now();
+    runs.push(abort);
+    let sleeperSeen: Promise<boolean> | undefined;
     const running = forge.runChecks(change.id, {
       signal: abort.signal,
       onProgress: (entry) => {
-        if (entry.phase === 'started' && entry.name === 'slow') setTimeout(() => abort.abort(), 300);
+        // Abort once the check has started its sleeper.
+        if (entry.phase !== 'started' || entry.name !== 'slow') return;
+        sleeperSeen = until(() => runningWith(`sleep\0${marker}`).length > 0).finally(() => abort.abort());
       },
     });
     const { results } = await running;
-    expect(Date.now() - started).toBeLessThan(6000);
+    expect(await sleeperSeen).toBe(true);
     expect(results.map((result) => [result.name, result.conclusion])).toEqual([['slow', 'cancelled']]);
-    const pid = Number(readFileSync(join(marks, 'child.pid'), 'utf8'));
-    expect(isRunning(pid)).toBe(false);
+    expect(runningWith(`sleep\0${marker}`)).toEqual([]);
     expect(existsSync(join(marks, 'later-ran'))).toBe(false);
     const snapshot = await forge.snapshot(change.id);
     expect(snapshot.checks.map((check) => [check.name, check.status, check.conclusion])).toEqual([
@@ -195,18 +229,29 @@ describe('local forge: checks run', () => {
   });
 
   it('shows queued and running checks, and only the latest run of each name', async () => {
-    fixture = await localFixture(yamlChecks([{ name: 'first', run: 'sleep 1' }, { name: 'second', run: 'true' }]));
+    // `first` runs until the test has read the store: it waits for `release` in the shared cacheDir.
+    const cache = sharedCacheDir();
+    const release = join(cache, 'release');
+    const first = `while [ ! -e ${release} ]; do sleep 0.05; done`;
+    fixture = await localFixture(`${yamlChecks([{ name: 'first', run: first }, { name: 'second', run: 'true' }])}cacheDir: ${cache}\n`);
     const { forge } = fixture;
     const change = await forge.openChange({ head: 'feature', base: 'main' });
+    const abort = new AbortController();
+    runs.push(abort);
     let during: Promise<string> | undefined;
-    await forge.runChecks(change.id, {
+    const { results } = await forge.runChecks(change.id, {
+      signal: abort.signal,
       onProgress: (progress) => {
         if (progress.phase !== 'started' || progress.name !== 'first') return;
-        // Read while `first` runs (it sleeps 1 s), as another reader of the store would.
-        during = forge.snapshot(change.id).then((snapshot) => snapshot.checks.map((check) => `${check.name}:${check.status}`).join(','));
+        // Read while `first` runs, as another reader of the store would; then let it finish.
+        during = forge
+          .snapshot(change.id)
+          .then((snapshot) => snapshot.checks.map((check) => `${check.name}:${check.status}`).join(','))
+          .finally(() => writeFileSync(release, 'go'));
       },
     });
     expect(await during).toBe('first:in_progress,second:queued');
+    expect(results.map((result) => [result.name, result.conclusion])).toEqual([['first', 'success'], ['second', 'success']]);
     await forge.runChecks(change.id);
     const snapshot = await forge.snapshot(change.id);
     expect(snapshot.checks.map((check) => `${check.name}:${check.status}`)).toEqual(['first:completed', 'second:completed']);
@@ -230,6 +275,27 @@ describe('local forge: checks run', () => {
     );
     expect(texts[0]).toBe('api_key=[redacted:assignment]\nfine\n');
     expect(texts[1]).toBe('[proofgate] output withheld: it contained a configured secret\n');
+  });
+
+  it('refuses a cacheDir inside the repository\'s .git or the data dir, before recording anything', async () => {
+    fixture = await localFixture(yamlChecks([{ name: 'ok', run: 'true' }]));
+    const { forge, repo, dataDir } = fixture;
+    const opened = await forge.openChange({ head: 'feature', base: 'main' });
+    for (const cacheDir of [join(repo.dir, '.git', 'cache'), join(dataDir, 'cache'), repo.dir]) {
+      repo.commit('main', { '.proofgate.yml': `${yamlChecks([{ name: 'ok', run: 'true' }])}cacheDir: ${cacheDir}\n` }, 'cache');
+      const error = await rejectionOf(forge.runChecks(opened.id));
+      expect(error.code).toBe('CONFIG');
+      expect(existsSync(join(repo.dir, '.git', 'cache'))).toBe(false);
+    }
+    expect((await forge.snapshot(opened.id)).checks).toEqual([]);
+  });
+
+  it('says how each check ran: sandbox: none runs it unjailed and records that', async () => {
+    fixture = await localFixture(`sandbox: none\nchecks:\n  - name: plain\n    run: "echo ran"\n`);
+    const { forge } = fixture;
+    const change = await forge.openChange({ head: 'feature', base: 'main' });
+    const { results } = await forge.runChecks(change.id);
+    expect(results[0]).toMatchObject({ name: 'plain', conclusion: 'success', sandbox: 'none' });
   });
 
   it('runs checks with an allow-listed environment: tokens in proofgate\'s environment do not reach them', async () => {

@@ -1,7 +1,7 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ProofgateError, isProofgateError, newId, type Clock } from '../../core/index.js';
+import { exportCommit, jailStatus, makeJobDir, prepareCacheDir, prepareJobDir, type SandboxMode } from '../../host/index.js';
 import { redactFreeText } from '../../storage/index.js';
 import type { ArtifactRef } from '../../storage/ports.js';
 import type { RepoCheck, RepoConfig } from '../../contracts/repo-config.js';
@@ -28,6 +28,8 @@ export interface CheckRunResult {
   readonly outputTruncated: boolean;
   /** `artifact://<namespace>/<checkRunId>/sha256:<hex>`, or null when the check printed nothing. */
   readonly outputUrl: string | null;
+  /** How the check ran: `jail`, or `none` (unjailed) when the trusted config says `sandbox: none`. */
+  readonly sandbox: SandboxMode;
 }
 
 export interface RunChecksContext {
@@ -35,12 +37,20 @@ export interface RunChecksContext {
   readonly store: LocalForgeStore;
   readonly clock: Clock;
   readonly outputCapBytes: number;
+  /** proofgate's data dir, when it is not under the repository's git dir (a cacheDir may not overlap it). */
+  readonly dataDir?: string;
 }
+
+/** The jail policy: the trusted branch's `sandbox`, `cacheDir` and `limits`. */
+export type JailPolicy = Pick<RepoConfig, 'sandbox' | 'cacheDir' | 'limits'>;
 
 export interface RunChecksRequest {
   readonly changeId: string;
   readonly headSha: string;
+  /** The (protected) base's config: its checks run. */
   readonly config: RepoConfig;
+  /** The trusted branch's jail policy (default: `config`'s own). */
+  readonly jail?: JailPolicy;
   readonly onProgress?: (progress: CheckProgress) => void;
   /** Cancels the run: the running check's process group is killed, it and the checks not started yet complete as `cancelled`. */
   readonly signal?: AbortSignal;
@@ -69,28 +79,51 @@ function describeCut(result: CheckProcessResult, capBytes: number): string {
   return `[proofgate] (first bytes dropped: the output passed the ${capBytes}-byte cap; its last ${result.output.length} bytes follow)\n`;
 }
 
-/** Run `command` in a disposable detached worktree of `sha`; the worktree is removed in every case. */
-async function runInWorktree(context: RunChecksContext, check: RepoCheck, sha: string, signal: AbortSignal | undefined): Promise<CheckProcessResult> {
-  const dir = await mkdtemp(join(tmpdir(), 'proofgate-check-'));
+function notRun(startError: string, sandbox: SandboxMode): CheckProcessResult {
+  return { exitCode: null, signal: null, timedOut: false, startError, output: Buffer.alloc(0), truncated: false, durationMs: 0, sandbox };
+}
+
+/**
+ * Run one check in a fresh job dir holding an export of exactly `sha` (a
+ * standalone clone with `git: true`), jailed unless the trusted policy says
+ * `sandbox: none`; the job dir is removed in every case.
+ */
+async function runInJob(context: RunChecksContext, check: RepoCheck, sha: string, jail: JailPolicy, cacheDir: string | undefined, signal: AbortSignal | undefined): Promise<CheckProcessResult> {
+  const jobDir = await makeJobDir('proofgate-check-');
   try {
+    const head = join(jobDir, 'head');
     try {
-      await context.repo.addWorktree(dir, sha);
+      await prepareJobDir(join(jobDir, 'home'));
+      await exportCommit(context.repo.root, sha, head, { git: check.git });
     } catch (error) {
-      const message = error instanceof Error ? error.message : String(error);
-      return { exitCode: null, signal: null, timedOut: false, startError: `worktree: ${message}`, output: Buffer.alloc(0), truncated: false, durationMs: 0 };
+      return notRun(`export: ${error instanceof Error ? error.message : String(error)}`, jail.sandbox);
     }
     return await runCheckProcess({
       command: typeof check.run === 'string' ? check.run : [...check.run],
-      cwd: dir,
+      jobDir,
+      cwd: head,
+      sandbox: jail.sandbox,
+      network: check.network,
+      ...(cacheDir === undefined ? {} : { cacheDir }),
+      ...(jail.limits === undefined ? {} : { limits: jail.limits }),
       timeoutMs: check.timeoutSeconds * 1000,
       outputCapBytes: context.outputCapBytes,
       env: { CI: 'true', PROOFGATE_CHECK_NAME: check.name, PROOFGATE_HEAD_SHA: sha },
       ...(signal === undefined ? {} : { signal }),
     });
   } finally {
-    await context.repo.removeWorktree(dir);
-    await rm(dir, { recursive: true, force: true }).catch(() => undefined);
+    await rm(jobDir, { recursive: true, force: true }).catch(() => undefined);
   }
+}
+
+/** Refuse a jail policy that cannot run here, before anything is recorded: no working bwrap, or a cacheDir overlapping proofgate's state. */
+async function readyJail(context: RunChecksContext, jail: JailPolicy): Promise<string | undefined> {
+  if (jail.sandbox === 'jail') {
+    const status = await jailStatus();
+    if (!status.available) throw new ProofgateError('JAIL_UNAVAILABLE', `checks need the jail: ${status.reason} (or set sandbox: none in the trusted config to run them unjailed)`);
+  }
+  if (jail.cacheDir === undefined) return undefined;
+  return prepareCacheDir(jail.cacheDir, [context.repo.commonDir, ...(context.dataDir === undefined ? [] : [context.dataDir])]);
 }
 
 const WITHHELD = '[proofgate] output withheld: it contained a configured secret\n';
@@ -107,13 +140,13 @@ async function storeOutput(context: RunChecksContext, scope: { namespace: string
   }
 }
 
-async function runOneCheck(context: RunChecksContext, request: RunChecksRequest, check: RepoCheck, checkRunId: string): Promise<CheckRunResult> {
+async function runOneCheck(context: RunChecksContext, request: RunChecksRequest, check: RepoCheck, checkRunId: string, cacheDir: string | undefined): Promise<CheckRunResult> {
   const { store, clock } = context;
   const stream = checksStream(request.headSha);
   const startedAt = clock.now().toISOString();
   await store.append(stream, [{ type: 'check-started', data: { checkRunId, at: startedAt } }]);
   request.onProgress?.({ phase: 'started', name: check.name, checkRunId, headSha: request.headSha });
-  const outcome = await runInWorktree(context, check, request.headSha, request.signal);
+  const outcome = await runInJob(context, check, request.headSha, request.jail ?? request.config, cacheDir, request.signal);
   const outputText = describeCut(outcome, context.outputCapBytes) + redactFreeText(outcome.output.toString('utf8')) + describeEnd(outcome, check);
   let output: { digest: string; bytes: number; truncated: boolean; url: string } | null = null;
   if (outputText.length > 0) {
@@ -134,6 +167,7 @@ async function runOneCheck(context: RunChecksContext, request: RunChecksRequest,
     signal: outcome.signal,
     durationMs: outcome.durationMs,
     output,
+    sandbox: outcome.sandbox,
   };
   await store.append(stream, [{ type: 'check-completed', data }]);
   return {
@@ -146,11 +180,13 @@ async function runOneCheck(context: RunChecksContext, request: RunChecksRequest,
     outputBytes: output?.bytes ?? 0,
     outputTruncated: outcome.truncated,
     outputUrl: output?.url ?? null,
+    sandbox: outcome.sandbox,
   };
 }
 
 /**
- * Run every configured check at exactly `headSha`, one after another. All are
+ * Run every configured check at exactly `headSha`, one after another, each
+ * jailed in its own job dir (see `runInJob`). All are
  * recorded `queued` first, then `in_progress`, then `completed` with a
  * conclusion; output is stored as an artifact (scope: the check run id). An
  * aborted `signal` ends the run: the running check and those not started yet
@@ -161,6 +197,7 @@ export async function runChecks(context: RunChecksContext, request: RunChecksReq
   const stream = checksStream(request.headSha);
   const planned = request.config.checks.map((check) => ({ check, checkRunId: newId('chk') }));
   if (planned.length === 0) return [];
+  const cacheDir = await readyJail(context, request.jail ?? request.config);
   const queuedAt = clock.now().toISOString();
   await store.append(
     stream,
@@ -188,7 +225,7 @@ export async function runChecks(context: RunChecksContext, request: RunChecksReq
         await closeLeft('cancelled');
         break;
       }
-      const result = await runOneCheck(context, request, check, checkRunId);
+      const result = await runOneCheck(context, request, check, checkRunId, cacheDir);
       results.push(result);
       request.onProgress?.({ phase: 'completed', result });
     }

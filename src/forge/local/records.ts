@@ -62,6 +62,8 @@ export const localEventSchemas = {
     signal: z.string().nullable(),
     durationMs: z.number().nonnegative(),
     output: z.object({ digest: z.string(), bytes: z.number().int().nonnegative(), truncated: z.boolean(), url: z.string() }).nullable(),
+    /** How the check ran: jailed, or unjailed under the trusted config's `sandbox: none` (absent: it never started). */
+    sandbox: z.enum(['jail', 'none']).optional(),
   }),
   'branch-pushed': z.object({ ref: z.string(), before: sha.nullable(), after: sha, at: time }),
 } as const;

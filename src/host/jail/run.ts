@@ -1,0 +1,131 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Readable, Writable } from 'node:stream';
+import { ProofgateError } from '../../core/index.js';
+import { runProcess, type ProcessRequest, type ProcessResult } from '../process.js';
+import { assertReachable, runsAsRoot } from './jobdir.js';
+import { BWRAP_ENV, checkRequest, jailArgv, jobBinds, type JailTools, type SystemLayout } from './plan.js';
+import { jailTools, requireJail, systemLayout } from './status.js';
+import type { UntrustedRequest, UntrustedResult } from './types.js';
+
+/**
+ * Run code proofgate did not write. `sandbox: 'jail'` runs it under
+ * bubblewrap (see plan.ts for the namespaces, mounts and limits); `none` runs
+ * it plainly and only the trusted config may ask for that. Either way the
+ * program sees exactly `request.env`, and every process it started is gone
+ * when the promise resolves: jailed, the pid namespace dies with its first
+ * process and bubblewrap dies with proofgate (`--die-with-parent`); plainly,
+ * the process group is killed.
+ */
+
+const INFO_FD = 3;
+const BLOCK_FD = 4;
+/** slirp4netns's built-in DNS forwarder inside the job's network. */
+const SLIRP_DNS = '10.0.2.3';
+
+function commonRequest(request: UntrustedRequest): Omit<ProcessRequest, 'argv' | 'cwd' | 'env'> {
+  return {
+    timeoutMs: request.timeoutMs,
+    output: request.output,
+    ...(request.stderr === undefined ? {} : { stderr: request.stderr }),
+    ...(request.stdin === undefined ? {} : { stdin: request.stdin }),
+    ...(request.signal === undefined ? {} : { signal: request.signal }),
+    ...(request.killGraceMs === undefined ? {} : { killGraceMs: request.killGraceMs }),
+  };
+}
+
+export async function runUntrusted(request: UntrustedRequest): Promise<UntrustedResult> {
+  if (request.sandbox === 'none') {
+    const cwd = checkRequest(request);
+    const result = await runProcess({ argv: request.argv, cwd, env: { ...request.env }, ...commonRequest(request) });
+    return { ...result, sandbox: 'none' };
+  }
+  if (request.sandbox !== 'jail') throw new ProofgateError('INVALID_INPUT', `jail: unknown sandbox ${String(request.sandbox)}`);
+  await requireJail();
+  const dropRoot = runsAsRoot();
+  if (dropRoot) for (const bind of jobBinds(request)) await assertReachable(bind.path);
+  const layout = await systemLayout();
+  const tools = await jailTools();
+  if (request.network !== true) {
+    const argv = jailArgv({ request, layout, tools, dropRoot });
+    const result = await runProcess({ argv, cwd: '/', env: BWRAP_ENV, ...commonRequest(request) });
+    return { ...setupFailure(result), sandbox: 'jail' };
+  }
+  return runWithNetwork(request, dropRoot, layout, tools);
+}
+
+/**
+ * bubblewrap reports a program it could not start (or a mount it could not
+ * make) as one `bwrap: ...` line and exit code 1; report that as a start
+ * failure, as the plain runner does for a spawn error.
+ */
+function setupFailure(result: ProcessResult): ProcessResult {
+  if (result.exitCode !== 1) return result;
+  const text = (result.stderr.length > 0 ? result.stderr : result.output).toString('utf8').trim();
+  if (!text.startsWith('bwrap: ') || text.includes('\n')) return result;
+  return { ...result, exitCode: null, startError: text.slice('bwrap: '.length) };
+}
+
+async function runWithNetwork(request: UntrustedRequest, dropRoot: boolean, layout: SystemLayout, tools: JailTools): Promise<UntrustedResult> {
+  const netDir = await mkdtemp(join(tmpdir(), 'proofgate-net-'));
+  let slirp: ChildProcess | undefined;
+  let networkError: string | null = null;
+  try {
+    await chmod(netDir, 0o711);
+    const resolvConf = join(netDir, 'resolv.conf');
+    await writeFile(resolvConf, `nameserver ${SLIRP_DNS}\n`, { mode: 0o644 });
+    const argv = jailArgv({ request, layout, tools, dropRoot, network: { resolvConf, infoFd: INFO_FD, blockFd: BLOCK_FD } });
+    const onSpawn = (child: ChildProcess) => {
+      const info = child.stdio[INFO_FD] as Readable | null | undefined;
+      const block = child.stdio[BLOCK_FD] as Writable | null | undefined;
+      block?.on('error', () => undefined);
+      const fail = (why: string) => {
+        networkError ??= `network: ${why}`;
+        child.kill('SIGKILL');
+      };
+      let text = '';
+      info?.on('data', (chunk: Buffer) => {
+        if (slirp !== undefined) return;
+        text += chunk.toString('utf8');
+        const match = /"child-pid"\s*:\s*(\d+)/.exec(text);
+        if (match === null) return;
+        slirp = startSlirp(tools.slirp4netns, Number(match[1]), dropRoot, () => block?.end('go'), fail);
+      });
+    };
+    const result = await runProcess({ argv, cwd: '/', env: BWRAP_ENV, extraPipes: 2, onSpawn, ...commonRequest(request) });
+    const checked = setupFailure(result);
+    return { ...checked, startError: networkError ?? checked.startError, sandbox: 'jail' };
+  } finally {
+    slirp?.kill('SIGKILL');
+    await rm(netDir, { recursive: true, force: true }).catch(() => undefined);
+  }
+}
+
+/**
+ * slirp4netns gives the job's network namespace a user-mode uplink:
+ * `--disable-host-loopback` so the host's 127.0.0.1 services (PostgreSQL,
+ * `proofgate serve`) stay out of reach. It exits when its exit pipe closes
+ * (proofgate died) and is killed when the job ends.
+ */
+function startSlirp(slirp4netns: string, pid: number, dropRoot: boolean, ready: () => void, fail: (why: string) => void): ChildProcess {
+  const args = ['--configure', '--mtu=65520', '--disable-host-loopback', '--ready-fd=3', '--exit-fd=4'];
+  // By pid, slirp4netns would join the job's user namespace, which under --disable-userns is a nested one without
+  // rights over the network namespace. As root, join the network namespace by path alone; otherwise name the pid
+  // (not verified on this machine, where proofgate runs as root).
+  if (dropRoot) args.push('--netns-type=path', `/proc/${pid}/ns/net`, 'tap0');
+  else args.push(String(pid), 'tap0');
+  const slirp = spawn(slirp4netns, args, { env: { ...BWRAP_ENV }, stdio: ['ignore', 'ignore', 'pipe', 'pipe', 'pipe'] });
+  let stderr = '';
+  slirp.stderr?.on('data', (chunk: Buffer) => {
+    stderr = (stderr + chunk.toString('utf8')).slice(-2000);
+  });
+  const readyPipe = slirp.stdio[3] as Readable | null;
+  readyPipe?.once('data', ready);
+  slirp.on('error', (error) => fail(`slirp4netns could not start (${error.message}): install the Debian package slirp4netns`));
+  slirp.on('exit', (code) => {
+    if (code !== null && code !== 0) fail(`slirp4netns exited with ${code}: ${stderr.trim().split('\n').pop() ?? ''}`);
+  });
+  return slirp;
+}

@@ -34,13 +34,17 @@ function makeChecks() {
   return checks;
 }
 
+/** The digests every verdict is bound to, equal to the live ones the loop would read. */
+const BINDINGS = { diff: `sha256:${'1'.repeat(64)}`, contract: `sha256:${'2'.repeat(64)}`, config: `sha256:${'3'.repeat(64)}` };
+const FACTS = { live: BINDINGS, records: {}, touchesTrusted: [], approval: null };
+
 function makeComments() {
   const comments = [];
   for (let i = 0; i < 20; i += 1) {
     const at = new Date(Date.UTC(2024, 4, 1, 9, i)).toISOString();
     if (i % 2 === 0 && i < 18) {
       const head = i === 16 ? HEAD : hex(i + 1);
-      const fields = { kind: 'review-verdict', change: '42', head, verdict: i === 16 ? 'CONFIRMED' : 'REFUTED', findings: i === 16 ? 0 : 2, review: `rev_${i}`, at };
+      const fields = { kind: 'review-verdict', change: '42', head, verdict: i === 16 ? 'CONFIRMED' : 'REFUTED', findings: i === 16 ? 0 : 2, review: `rev_${i}`, at, ...BINDINGS, run: null };
       const text = `## proofgate review\n\nVerdict **${fields.verdict}** for \`${head}\`.\n\n${'- a finding with some explanation text\n'.repeat(6)}`;
       comments.push({ id: `c${i}`, author: SELF, authorType: 'Bot', body: composeMarkedBody(text, [fields], SECRET), createdAt: at, updatedAt: at });
     } else {
@@ -89,13 +93,13 @@ export default async function run(report) {
   const policy = defaultAutomergePolicy;
   const read = { selfLogin: SELF, secret: SECRET, changeId: '42' };
   const { verdicts } = collectVerdicts(snapshot.comments, read);
-  const decision = decideAutomerge(snapshot, ledger, policy, verdicts);
+  const decision = decideAutomerge(snapshot, ledger, policy, verdicts, FACTS);
   if (decision.kind !== 'merge' || verdicts.length !== 9) throw new Error(`bench fixture is not the intended merge case: ${JSON.stringify(decision)}`);
 
   let sink = 0;
   const baseline = rate(() => { sink += JSON.stringify(snapshot).length; }, 800);
-  const decide = rate(() => { sink += decideAutomerge(snapshot, ledger, policy, verdicts).kind.length; }, 800);
-  const full = rate(() => { sink += decideAutomerge(snapshot, ledger, policy, collectVerdicts(snapshot.comments, read).verdicts).kind.length; }, 800);
+  const decide = rate(() => { sink += decideAutomerge(snapshot, ledger, policy, verdicts, FACTS).kind.length; }, 800);
+  const full = rate(() => { sink += decideAutomerge(snapshot, ledger, policy, collectVerdicts(snapshot.comments, read).verdicts, FACTS).kind.length; }, 800);
   if (sink === 0) throw new Error('unreachable');
   report({
     name: 'decideAutomerge (30 checks, 20 comments, verified markers given)',

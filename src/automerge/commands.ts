@@ -7,11 +7,13 @@
  * never commands, so quoting or pasting a command never triggers it.
  */
 
-export type CommandKind = 'automerge' | 'stop' | 'review' | 'rebase' | 'status' | 'proof';
+export type CommandKind = 'automerge' | 'stop' | 'review' | 'rebase' | 'status' | 'proof' | 'approve';
 
 export type AutomergeCommand =
   | { readonly kind: 'automerge' | 'stop' | 'review' | 'rebase' | 'status' }
   | { readonly kind: 'proof'; readonly scenarios: readonly string[]; readonly sha: string | null }
+  /** A maintainer approves the change's current head (the named full sha must be it) although it touches what proofgate trusts. */
+  | { readonly kind: 'approve'; readonly sha: string | null }
   /** Anything else after the prefix: the router answers with a help reply. */
   | { readonly kind: 'unknown'; readonly text: string }
   /** A known command with bad arguments: the router answers with the reason. */
@@ -106,6 +108,15 @@ function parseProofArgs(text: string, args: string): AutomergeCommand {
   return { kind: 'proof', scenarios, sha };
 }
 
+/** `approve` takes nothing, or the full 40-hex sha of the head it approves. */
+function parseApproveArgs(text: string, args: string): AutomergeCommand {
+  const rest = args.trim();
+  if (rest === '') return { kind: 'approve', sha: null };
+  if (/\s/.test(rest)) return { kind: 'invalid', command: 'approve', reason: 'approve takes at most one argument: the full sha of the head', text };
+  if (!FULL_SHA.test(rest.toLowerCase())) return { kind: 'invalid', command: 'approve', reason: `"${rest}" is not a full commit sha (40 hex digits)`, text };
+  return { kind: 'approve', sha: rest.toLowerCase() };
+}
+
 function parseCommandText(text: string, args: string): AutomergeCommand {
   const trimmed = args.trim();
   if (trimmed === '') return { kind: 'unknown', text };
@@ -113,6 +124,7 @@ function parseCommandText(text: string, args: string): AutomergeCommand {
   const word = (match?.[1] ?? '').toLowerCase();
   const rest = match?.[2] ?? '';
   if (word === 'proof') return parseProofArgs(text, rest);
+  if (word === 'approve') return parseApproveArgs(text, rest);
   if (PLAIN_COMMANDS.has(word)) {
     const kind = word as 'automerge' | 'stop' | 'review' | 'rebase' | 'status';
     if (rest.trim() !== '') return { kind: 'invalid', command: kind, reason: `${kind} takes no arguments`, text };
@@ -209,6 +221,8 @@ export function commandText(command: AutomergeCommand): string {
   switch (command.kind) {
     case 'proof':
       return ['proof', command.scenarios.join(','), command.sha ?? ''].filter((part) => part !== '').join(' ');
+    case 'approve':
+      return command.sha === null ? 'approve' : `approve ${command.sha}`;
     case 'unknown':
       return `unknown ${command.text}`;
     case 'invalid':

@@ -1,14 +1,17 @@
 /**
  * `decideAutomerge`: the one judgment of the automerge loop, pure. From the live
- * snapshot of a change, its ledger and its trusted verdict markers it returns
- * what to do next and why. Merge is returned only for the exact current head,
- * with a trusted CONFIRMED marker naming that head, no pending or failed check,
+ * snapshot of a change, its ledger, its trusted verdict markers and the facts
+ * the loop read about them (`ReviewFacts`) it returns what to do next and why.
+ * Merge is returned only for the exact current head, with a trusted CONFIRMED
+ * marker naming that head whose diff, contract and config digests equal the
+ * live ones and whose stored record still resolves, a maintainer's approval
+ * when the change touches what proofgate trusts, no pending or failed check,
  * and ready mergeability.
  */
 import type { ChangeSnapshot } from '../forge/port.js';
 import { DEFAULT_IGNORED_CHECKS, summarizeChecks, type CheckPolicy } from './checks.js';
 import { automergeActive, type AutomergeLedgerState, type RepairKind } from './ledger.js';
-import type { TrustedVerdict } from './markers.js';
+import type { TrustedVerdict, VerdictBindings } from './markers.js';
 
 export interface AutomergePolicy {
   readonly checks: CheckPolicy;
@@ -41,16 +44,75 @@ export type AutomergeDecision =
   | { readonly kind: 'block'; readonly reason: string }
   | { readonly kind: 'stop'; readonly reason: string };
 
-function short(sha: string): string {
-  return sha.slice(0, 12);
+/** How a verdict's stored accepted-result record resolved against the live bindings (`resolveReviewRecord`). */
+export type RecordStanding = { readonly kind: 'accepted' } | { readonly kind: 'wait'; readonly reason: string };
+
+/** What the loop read for a decision besides the snapshot and the markers (plain data). */
+export interface ReviewFacts {
+  /** The digests a review of the current head would be bound to now, or why they cannot be read. */
+  readonly live: VerdictBindings | { readonly problem: string };
+  /** The stored record of each current-head verdict that names a review run, by review id. */
+  readonly records: Readonly<Record<string, RecordStanding>>;
+  /** Paths of the change that touch what proofgate trusts (`trustedPathsTouched`); empty: none. */
+  readonly touchesTrusted: readonly string[];
+  /** A maintainer's approval that binds the current head, or null. */
+  readonly approval: { readonly by: string } | null;
 }
 
-function latestVerdictFor(verdicts: readonly TrustedVerdict[], changeId: string, head: string): TrustedVerdict | null {
-  let latest: TrustedVerdict | null = null;
-  for (const marker of verdicts) {
-    if (marker.fields.kind === 'review-verdict' && marker.fields.change === changeId && marker.fields.head === head) latest = marker;
+/** Why a verdict cannot be taken: a bound digest `changed`, or its record could not be `unverified`. */
+export type VerdictStanding = { readonly ok: true } | { readonly ok: false; readonly cause: 'changed' | 'unverified'; readonly reason: string };
+
+const BOUND: readonly (readonly [keyof VerdictBindings, string])[] = [
+  ['config', 'config'],
+  ['contract', 'acceptance contract'],
+  ['diff', 'diff'],
+];
+
+/**
+ * Whether a trusted verdict still binds (pure): every digest it signed equals
+ * the live one, and the accepted-result record it names (if any) resolved.
+ * The reason names what changed, e.g. `config changed since review rvw_1`.
+ */
+export function verdictStanding(verdict: TrustedVerdict, facts: ReviewFacts): VerdictStanding {
+  const { review } = verdict.fields;
+  const { live } = facts;
+  if ('problem' in live) return { ok: false, cause: 'unverified', reason: `the bindings of review ${review} cannot be checked: ${live.problem}` };
+  const changed = BOUND.filter(([field]) => verdict.fields[field] !== live[field]).map(([, name]) => name);
+  if (changed.length > 0) return { ok: false, cause: 'changed', reason: `${changed.join(', ')} changed since review ${review}` };
+  if (verdict.fields.run === null) return { ok: true };
+  const record = facts.records[review];
+  if (record === undefined) return { ok: false, cause: 'unverified', reason: `the stored record of review ${review} was not checked` };
+  if (record.kind !== 'accepted') return { ok: false, cause: 'unverified', reason: `the stored record of review ${review} does not hold: ${record.reason}` };
+  return { ok: true };
+}
+
+interface HeadVerdict {
+  /** The latest verdict for the head that still binds, or null. */
+  readonly verdict: TrustedVerdict | null;
+  /** Why the later verdicts for the head (newest first) no longer bind. */
+  readonly stale: readonly { readonly review: string; readonly standing: Exclude<VerdictStanding, { ok: true }> }[];
+}
+
+function verdictFor(verdicts: readonly TrustedVerdict[], changeId: string, head: string, facts: ReviewFacts): HeadVerdict {
+  const forHead = verdicts.filter((marker) => marker.fields.kind === 'review-verdict' && marker.fields.change === changeId && marker.fields.head === head);
+  const stale: { review: string; standing: Exclude<VerdictStanding, { ok: true }> }[] = [];
+  for (let i = forHead.length - 1; i >= 0; i -= 1) {
+    const marker = forHead[i] as TrustedVerdict;
+    const standing = verdictStanding(marker, facts);
+    if (standing.ok) return { verdict: marker, stale };
+    stale.push({ review: marker.fields.review, standing });
   }
-  return latest;
+  return { verdict: null, stale };
+}
+
+/** At most a few paths, then how many more. */
+function listPaths(paths: readonly string[]): string {
+  const shown = paths.slice(0, 5).join(', ');
+  return paths.length > 5 ? `${shown} and ${paths.length - 5} more` : shown;
+}
+
+function short(sha: string): string {
+  return sha.slice(0, 12);
 }
 
 function repairOrBlock(
@@ -73,14 +135,18 @@ function repairOrBlock(
 
 /**
  * Decide the next automerge step. `verdicts` are markers that `readMarkers` /
- * `collectVerdicts` already verified, oldest first by their signed time; later
- * ones win for a head.
+ * `collectVerdicts` already verified, oldest first by their signed time; the
+ * latest one for the head that still binds (`verdictStanding`) is taken. A
+ * verdict whose config, contract or diff digest differs from the live one, or
+ * whose stored record does not resolve, is never a pass: the head is reviewed
+ * again, with the reason naming what changed.
  */
 export function decideAutomerge(
   snapshot: ChangeSnapshot,
   ledger: AutomergeLedgerState,
   policy: AutomergePolicy,
   verdicts: readonly TrustedVerdict[],
+  facts: ReviewFacts,
 ): AutomergeDecision {
   const head = snapshot.head.sha;
   if (snapshot.state === 'merged') return { kind: 'stop', reason: `change is merged${snapshot.mergeCommitSha === null ? '' : ` (${short(snapshot.mergeCommitSha)})`}` };
@@ -95,7 +161,7 @@ export function decideAutomerge(
   const activeRepair = ledger.repairs.find((r) => r.status === 'dispatched' && r.head === head);
   if (activeRepair !== undefined) return { kind: 'wait', reason: `repair ${activeRepair.id} (${activeRepair.repair}) of head ${short(head)} in progress` };
 
-  const verdict = latestVerdictFor(verdicts, snapshot.id, head);
+  const { verdict, stale } = verdictFor(verdicts, snapshot.id, head, facts);
   if (verdict?.fields.verdict === 'HOLD') {
     return { kind: 'block', reason: `review of head ${short(head)} is HOLD: a human must review (comment ${verdict.commentId})` };
   }
@@ -119,12 +185,18 @@ export function decideAutomerge(
   if (inFlight !== undefined) return { kind: 'wait', reason: `review ${inFlight.id} of head ${short(head)} in progress; checks: ${checks.text}` };
 
   if (verdict === null) {
-    const stale = verdicts.filter((v) => v.fields.change === snapshot.id && v.fields.head !== head);
-    const tried = ledger.reviews.filter((r) => r.head === head).length;
+    const latestStale = stale[0];
+    // The head's bindings cannot be read: a new review could not be checked either.
+    if (latestStale !== undefined && 'problem' in facts.live) return { kind: 'wait', reason: latestStale.standing.reason };
+    // A review whose verdict went stale because the rules or the bytes changed answered in its time: it does not count.
+    const outdated = new Set(stale.filter((entry) => entry.standing.cause === 'changed').map((entry) => entry.review));
+    const tried = ledger.reviews.filter((r) => r.head === head && !outdated.has(r.id)).length;
     if (tried >= policy.maxReviewsPerHead) {
-      return { kind: 'block', reason: `${tried} reviews of head ${short(head)} ended without a verdict (max ${policy.maxReviewsPerHead})` };
+      return { kind: 'block', reason: `${tried} reviews of head ${short(head)} ended without a verdict that holds (max ${policy.maxReviewsPerHead})${latestStale === undefined ? '' : `; last: ${latestStale.standing.reason}`}` };
     }
-    const why = stale.length > 0 ? `verdicts name older heads (${[...new Set(stale.map((v) => short(v.fields.head)))].join(', ')})` : 'no verdict yet';
+    if (latestStale !== undefined) return { kind: 'review', head, reason: `head ${short(head)} needs a re-review: ${latestStale.standing.reason}` };
+    const older = verdicts.filter((v) => v.fields.change === snapshot.id && v.fields.head !== head);
+    const why = older.length > 0 ? `verdicts name older heads (${[...new Set(older.map((v) => short(v.fields.head)))].join(', ')})` : 'no verdict yet';
     return { kind: 'review', head, reason: `head ${short(head)} needs an exact-head review: ${why}` };
   }
   if (verdict.fields.verdict === 'REFUTED') {
@@ -132,6 +204,9 @@ export function decideAutomerge(
       return repairOrBlock('fix-findings', `review of head ${short(head)} is REFUTED with ${verdict.fields.findings} finding(s)`, head, ledger, policy);
     }
     return { kind: 'block', reason: `review of head ${short(head)} is REFUTED without actionable findings: a human must review` };
+  }
+  if (facts.touchesTrusted.length > 0 && facts.approval === null) {
+    return { kind: 'wait', reason: `needs a maintainer's approval: touches ${listPaths(facts.touchesTrusted)} (a maintainer comments \`/proofgate approve\` for head ${short(head)})` };
   }
 
   const rerun = checks.terminalBlockers.filter((b) => !b.repairable);
@@ -149,5 +224,6 @@ export function decideAutomerge(
   if (snapshot.mergeable !== 'MERGEABLE' || !readyState) {
     return { kind: 'wait', reason: `mergeability not ready on ${short(head)}: ${snapshot.mergeable}/${snapshot.mergeStateStatus}` };
   }
-  return { kind: 'merge', head, reason: `head ${short(head)} CONFIRMED (comment ${verdict.commentId}), checks green, ${snapshot.mergeable}/${snapshot.mergeStateStatus}` };
+  const approved = facts.touchesTrusted.length > 0 && facts.approval !== null ? `, trust change approved by ${facts.approval.by}` : '';
+  return { kind: 'merge', head, reason: `head ${short(head)} CONFIRMED (comment ${verdict.commentId}), checks green${approved}, ${snapshot.mergeable}/${snapshot.mergeStateStatus}` };
 }

@@ -8,6 +8,7 @@ export * from './markers.js';
 export * from './checks.js';
 export * from './ledger.js';
 export * from './decide.js';
+export * from './trusted-paths.js';
 export * from './status-comment.js';
 export * from './repair/index.js';
 export * from './loop/index.js';

@@ -1,7 +1,7 @@
 /**
  * Hidden, signed markers in proofgate's own comments:
  *
- *   <!-- proofgate:marker v2 {"at":"…","body":"…","change":"42","head":"…","kind":"review-verdict",…,"mac":"…"} -->
+ *   <!-- proofgate:marker v3 {"at":"…","body":"…","change":"42","config":"sha256:…","head":"…","kind":"review-verdict",…,"mac":"…"} -->
  *
  * The JSON names what the marker is about (kind, change, head, verdict …) and
  * `body`, the sha256 of the comment's visible text (the body with every marker
@@ -16,8 +16,14 @@
  * time (never by a comment's timestamps, which anyone who can edit a comment
  * moves), and a verdict marker that shows up in more than one place (same review
  * id or same signature) counts once: the copy in the earliest-created comment is
- * kept, every other copy is rejected as `replayed`. Markers of an older format
- * (v1, without these fields) are `malformed`.
+ * kept, every other copy is rejected as `replayed`.
+ *
+ * A review verdict binds everything it was judged on: the head, and the
+ * digests of the diff (`diff`), the acceptance contract (`contract`) and the
+ * parsed trusted config (`config`), plus the review run whose accepted-result
+ * record holds the verdict (`run`, null when the reviewer keeps no record).
+ * The marker is the forge-visible copy of that record. Markers of an older
+ * format (v1, v2: without these bindings) are `malformed`, never trusted.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { canonicalJson, ProofgateError, sha256Hex } from '../core/index.js';
@@ -36,7 +42,18 @@ export interface ReviewVerdictFields {
   readonly review: string;
   /** When the verdict was made (ISO 8601 UTC, signed): verdicts are ordered by this time. */
   readonly at: string;
+  /** `sha256:` digest of the reviewed diff (merge base to head). */
+  readonly diff: string;
+  /** `sha256:` digest of the acceptance contract the review judged against. */
+  readonly contract: string;
+  /** `sha256:` digest of the parsed trusted config the review ran under. */
+  readonly config: string;
+  /** The review run holding the accepted-result record of this verdict (null: none is kept). */
+  readonly run: string | null;
 }
+
+/** The digests a verdict is bound to besides its head (`sha256:` strings). */
+export type VerdictBindings = Pick<ReviewVerdictFields, 'diff' | 'contract' | 'config'>;
 
 export interface StatusFields {
   readonly kind: 'automerge-status';
@@ -94,8 +111,10 @@ export interface MarkerReadResult {
 /** Anything that looks like a marker (bounded, so a body full of unclosed openers stays linear). */
 const MARKER_ANY = /<!--\s*proofgate:marker\b[\s\S]{0,4096}?-->/g;
 /** The marker format version, in the tag and in the signed JSON (`v`). */
-export const MARKER_VERSION = 2;
-const MARKER_LINE = /^<!-- proofgate:marker v2 (\{[^\n]*\}) -->$/;
+export const MARKER_VERSION = 3;
+const MARKER_LINE = /^<!-- proofgate:marker v(\d{1,6}) (\{[^\n]*\}) -->$/;
+const DIGEST = /^sha256:[0-9a-f]{64}$/;
+const RUN_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 /** A signed time: ISO 8601 in UTC, as `Date.prototype.toISOString` writes it (seconds fraction optional). */
 const SIGNED_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,3})?Z$/;
 const CHANGE_ID = /^[A-Za-z0-9._:#/+@-]{1,128}$/;
@@ -123,12 +142,17 @@ function fieldProblem(fields: Record<string, unknown>): string | null {
   if (typeof fields.head !== 'string' || !HEAD_SHA.test(fields.head)) return 'head sha (40 or 64 lowercase hex)';
   if (fields.kind === 'review-verdict') {
     const keys = Object.keys(fields).sort().join(',');
-    if (keys !== 'at,change,findings,head,kind,review,verdict') return `review-verdict fields (${keys})`;
+    if (keys !== 'at,change,config,contract,diff,findings,head,kind,review,run,verdict') return `review-verdict fields (${keys})`;
     if (typeof fields.verdict !== 'string' || !VERDICTS.includes(fields.verdict)) return 'verdict';
     const findings = fields.findings;
     if (typeof findings !== 'number' || !Number.isInteger(findings) || findings < 0 || findings > MAX_FINDINGS) return 'findings';
     if (typeof fields.review !== 'string' || !REVIEW_ID.test(fields.review)) return 'review id';
     if (typeof fields.at !== 'string' || !SIGNED_TIME.test(fields.at) || Number.isNaN(Date.parse(fields.at))) return 'verdict time (at)';
+    for (const name of ['diff', 'contract', 'config'] as const) {
+      const value = fields[name];
+      if (typeof value !== 'string' || !DIGEST.test(value)) return `${name} digest (sha256:<64 hex>)`;
+    }
+    if (fields.run !== null && (typeof fields.run !== 'string' || !RUN_ID.test(fields.run))) return 'review run id';
     return null;
   }
   if (fields.kind === 'automerge-status') {
@@ -168,10 +192,13 @@ type Parsed = { ok: true; fields: MarkerFields; body: string; mac: string } | { 
 
 function parseMarker(text: string): Parsed {
   const match = MARKER_LINE.exec(text);
-  if (match?.[1] === undefined) return { ok: false, detail: `not a v${MARKER_VERSION} marker line`, fields: null };
+  if (match?.[1] === undefined || match[2] === undefined) return { ok: false, detail: `not a v${MARKER_VERSION} marker line`, fields: null };
+  if (Number(match[1]) !== MARKER_VERSION) {
+    return { ok: false, detail: `marker format v${match[1]} is not read any more (current: v${MARKER_VERSION})`, fields: null };
+  }
   let value: unknown;
   try {
-    value = JSON.parse(match[1]);
+    value = JSON.parse(match[2]);
   } catch {
     return { ok: false, detail: 'marker JSON does not parse', fields: null };
   }

@@ -1,3 +1,4 @@
+import { sameLogin } from '../contracts/repo-config.js';
 import type { RepoPermission } from '../forge/port.js';
 import type { AutomergeCommand } from './commands.js';
 
@@ -32,7 +33,7 @@ function describe(command: AutomergeCommand): string {
  * replies included, is ignored like a stranger's command.
  */
 export function authorizeCommand(command: AutomergeCommand, actor: CommandActor, selfLogin: string): Authorization {
-  if (actor.login.toLowerCase() === selfLogin.toLowerCase()) {
+  if (sameLogin(actor.login, selfLogin)) {
     return { allowed: false, reason: `ignored ${describe(command)}: written by proofgate's own identity (${actor.login})` };
   }
   if (actor.isBot) {

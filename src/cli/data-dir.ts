@@ -1,15 +1,17 @@
 import { resolve } from 'node:path';
-import { GitRepository, defaultLocalDataDir } from '../forge/local/index.js';
+import { GitRepository, checkDataDir, defaultLocalDataDir } from '../forge/local/index.js';
 
 /**
  * Where a command keeps its state: `--data DIR`, else `PROOFGATE_DATA_DIR`,
- * else the command's own default (each command names it in its --help).
+ * else the command's own default (each command names it in its --help). A
+ * directory proofgate cannot use (a file, or `proofgate.sqlite` that is a
+ * directory) is one `DATA_DIR` error, before anything is opened.
  */
 export function resolveDataDir(flag: string | undefined, fallback: string): string {
-  if (flag !== undefined && flag !== '') return resolve(flag);
   const fromEnv = process.env.PROOFGATE_DATA_DIR;
-  if (fromEnv !== undefined && fromEnv !== '') return resolve(fromEnv);
-  return resolve(fallback);
+  const dir = flag !== undefined && flag !== '' ? resolve(flag) : fromEnv !== undefined && fromEnv !== '' ? resolve(fromEnv) : resolve(fallback);
+  checkDataDir(dir);
+  return dir;
 }
 
 /**

@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { ProofgateError, errorMessage, isProofgateError } from '../core/index.js';
+import { jsonForTerminal, untrustedText } from './untrusted-text.js';
 
 /** Exit codes shared by every command. */
 export const EXIT = { ok: 0, failure: 1, usage: 2 } as const;
@@ -43,9 +44,12 @@ export function writeOut(text: string | Uint8Array): Promise<void> {
   });
 }
 
-/** Print a value: JSON (one line) when asked, else the human rendering. */
+/**
+ * Print a value: JSON (one line, the exact value) when asked, else the human
+ * rendering, which shows every untrusted field through `untrustedText`.
+ */
 export async function emit(json: boolean, value: unknown, human: () => string): Promise<void> {
-  await writeOut(json ? `${JSON.stringify(value)}\n` : `${human()}\n`);
+  await writeOut(json ? `${jsonForTerminal(value)}\n` : `${human()}\n`);
 }
 
 /** What `reportError` needs to know about the command that failed. */
@@ -71,11 +75,13 @@ export async function reportError(error: unknown, options: ErrorReportOptions = 
   const typed = isProofgateError(error);
   const message = errorMessage(error);
   const code = typed ? error.code : 'INTERNAL';
-  process.stderr.write(typed ? `proofgate: ${message} [${code}]\n` : `proofgate: internal error: ${message}\n`);
+  // A message may quote a change (a ref, a check name, git's stderr): one line, nothing raw.
+  const shown = untrustedText(message);
+  process.stderr.write(typed ? `proofgate: ${shown} [${code}]\n` : `proofgate: internal error: ${shown}\n`);
   if (!typed && process.env.PROOFGATE_DEBUG && error instanceof Error && error.stack) process.stderr.write(`${error.stack}\n`);
   if (options.json === true) {
     const document: ErrorDocument = { error: { code, message } };
-    await writeOut(`${JSON.stringify(document)}\n`);
+    await writeOut(`${jsonForTerminal(document)}\n`);
   }
   return typed && error.code === 'USAGE' ? EXIT.usage : EXIT.failure;
 }

@@ -4,6 +4,7 @@ import { registerAutomergeCommands } from './commands/automerge.js';
 import { registerCanonicalCommands } from './commands/canonical.js';
 import { registerChangeCommands } from './commands/change.js';
 import { registerChecksCommands } from './commands/checks.js';
+import { registerConfigCommands } from './commands/config.js';
 import { registerDemoCommands } from './commands/demo.js';
 import { registerReviewCommands } from './commands/review.js';
 import { registerRunsCommands } from './commands/runs.js';
@@ -13,6 +14,21 @@ function packageVersion(): string {
   const url = new URL('../../package.json', import.meta.url);
   return (JSON.parse(readFileSync(url, 'utf8')) as { version: string }).version;
 }
+
+/** The trust model in a few lines; docs/trust.md says it in full. */
+const TRUST_HELP = `
+Trust:
+  Trusted: the maintainers, through .proofgate.yml on the trusted branch (main,
+  else master; see 'proofgate config trusted-branch') and on a change's base,
+  which must be one of its protectedBranches; proofgate's own data dir.
+  Untrusted: a change's head and every program that runs on it. Checks,
+  command reviewer lanes, the repair gate and agent-fix run jailed (bubblewrap:
+  own uid, namespaces and limits, no network, an export of the exact sha as the
+  only writable tree); without bwrap they are refused unless the trusted config
+  says 'sandbox: none'. Reviewer and repair programs come from the base tree.
+  This CLI is single-user: whoever can write its data dir is trusted, and
+  --as names a login, it does not authenticate one.
+`;
 
 /** Build the `proofgate` command tree. Each command module registers itself here. */
 export function buildProgram(): Command {
@@ -24,11 +40,13 @@ export function buildProgram(): Command {
       // Commander's own usage errors become one line; help goes to stdout.
       outputError: (text, write) => write(`proofgate: ${text.replace(/^error: /, '').trim()}\n`),
     });
+  program.addHelpText('after', TRUST_HELP);
   program.exitOverride();
   registerAutomergeCommands(program);
   registerCanonicalCommands(program);
   registerChangeCommands(program);
   registerChecksCommands(program);
+  registerConfigCommands(program);
   registerDemoCommands(program);
   registerReviewCommands(program);
   registerRunsCommands(program);

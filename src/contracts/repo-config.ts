@@ -1,7 +1,7 @@
 import { parse as parseYaml, YAMLParseError } from 'yaml';
 import { z } from 'zod';
 import { ProofgateError, errorMessage } from '../core/index.js';
-import { reviewConfigSchema } from './review-config.js';
+import { passThroughEnvName, reservedPassThroughEnv, reviewConfigSchema } from './review-config.js';
 
 /**
  * The trusted repository configuration, `.proofgate.yml`. proofgate reads it
@@ -12,13 +12,28 @@ import { reviewConfigSchema } from './review-config.js';
 
 const checkNamePattern = /^[A-Za-z0-9][A-Za-z0-9 ._:/-]*$/;
 
-/** One configured check: a command run at the exact head in a disposable worktree. */
+/** One configured check: a command run jailed on an export of the exact head. */
 export const repoCheckSchema = z
   .object({
     name: z.string().min(1).max(100).regex(checkNamePattern, 'check name: letters, digits, space . _ : / -'),
     /** A shell command line (run with /bin/sh -c) or an argv array (run without a shell). */
     run: z.union([z.string().min(1), z.array(z.string().min(1)).min(1)]),
     timeoutSeconds: z.number().int().positive().max(86_400).default(600),
+    /** Outbound network for this check (through slirp4netns, never the host's loopback); default none at all. */
+    network: z.boolean().default(false),
+    /** Give the check a standalone git clone of the head instead of a plain tree export. */
+    git: z.boolean().default(false),
+  })
+  .strict();
+
+/** Limits on every jailed job (rlimits and tmpfs sizes; see docs/forge.md). Unset ones keep proofgate's defaults. */
+export const jailLimitsSchema = z
+  .object({
+    memoryBytes: z.number().int().positive().optional(),
+    processes: z.number().int().positive().optional(),
+    cpuSeconds: z.number().int().positive().optional(),
+    fileBytes: z.number().int().positive().optional(),
+    tmpBytes: z.number().int().positive().optional(),
   })
   .strict();
 
@@ -54,7 +69,23 @@ export const automergeConfigSchema = z
     gate: commandArgv.optional(),
     gateTimeoutSeconds: positiveInt.optional(),
     repairOutputBytes: positiveInt.optional(),
-    agentFix: z.object({ command: commandArgv, timeoutSeconds: positiveInt.optional() }).strict().optional(),
+    agentFix: z
+      .object({
+        command: commandArgv,
+        timeoutSeconds: positiveInt.optional(),
+        /** Outbound network for the agent (through slirp4netns, never the host's loopback); default none at all. */
+        network: z.boolean().optional(),
+        /** Names of proofgate's environment variables passed through to the agent (its provider key): the rule lanes use. */
+        env: z.array(passThroughEnvName).optional(),
+      })
+      .strict()
+      .superRefine((agent, context) => {
+        agent.env?.forEach((name, index) => {
+          const reason = reservedPassThroughEnv(name);
+          if (reason !== undefined) context.addIssue({ code: 'custom', message: `${name} cannot be passed to agent-fix: ${reason}`, path: ['env', index] });
+        });
+      })
+      .optional(),
   })
   .strict();
 
@@ -63,8 +94,24 @@ export const repoConfigSchema = z
     checks: z.array(repoCheckSchema).default([]),
     maintainers: z.array(maintainerSchema).default([]),
     requireUpToDate: z.boolean().default(false),
+    /**
+     * Path globs (picomatch, dot files included) of files proofgate trusts
+     * beyond the ones it finds itself: a change touching one needs a
+     * maintainer's `/proofgate approve` for its head (see automerge's trust rule).
+     */
+    trustedPaths: z.array(z.string().min(1).max(500)).max(200).optional(),
+    /**
+     * Branches a change may target (read from the TRUSTED branch's config only;
+     * default: the trusted branch). A change's base must be one, its head never.
+     */
+    protectedBranches: z.array(z.string().min(1).max(255)).min(1).optional(),
     review: reviewConfigSchema.optional(),
     automerge: automergeConfigSchema.optional(),
+    /** How code proofgate did not write runs: `jail` (bubblewrap) or `none` (plainly; every result says so). */
+    sandbox: z.enum(['jail', 'none']).default('jail'),
+    /** A directory jobs share for package caches: absolute, never inside .git or proofgate's data dir (checked at use). */
+    cacheDir: z.string().min(1).refine((path) => path.startsWith('/') && !path.includes('\0'), 'must be an absolute path').optional(),
+    limits: jailLimitsSchema.optional(),
   })
   .strict()
   .superRefine((config, context) => {
@@ -78,14 +125,15 @@ export const repoConfigSchema = z
     const logins = new Set<string>();
     config.maintainers.forEach((entry, index) => {
       const login = typeof entry === 'string' ? entry : entry.login;
-      if (logins.has(login)) {
-        context.addIssue({ code: 'custom', path: ['maintainers', index], message: `duplicate maintainer "${login}"` });
+      if (logins.has(login.toLowerCase())) {
+        context.addIssue({ code: 'custom', path: ['maintainers', index], message: `duplicate maintainer "${login}" (logins compare case-insensitively)` });
       }
-      logins.add(login);
+      logins.add(login.toLowerCase());
     });
   });
 
 export type RepoCheck = z.infer<typeof repoCheckSchema>;
+export type JailLimitsConfig = z.infer<typeof jailLimitsSchema>;
 export type MaintainerEntry = z.infer<typeof maintainerSchema>;
 export type AutomergeConfig = z.infer<typeof automergeConfigSchema>;
 export type RepoConfig = z.infer<typeof repoConfigSchema>;
@@ -154,14 +202,49 @@ export function parseRepoConfigYaml(text: string, source: string): RepoConfig {
   return parseRepoConfig(value, source);
 }
 
-/** The permission a maintainers entry grants to `login`, or null when the login is not listed. */
+/** Whether two logins name the same account: logins compare case-insensitively everywhere (as GitHub's do). */
+export function sameLogin(a: string, b: string): boolean {
+  return a.trim().toLowerCase() === b.trim().toLowerCase();
+}
+
+/** The permission a maintainers entry grants to `login` (case-insensitively), or null when the login is not listed. */
 export function maintainerPermission(config: RepoConfig, login: string): z.infer<typeof repoPermissionSchema> | null {
   for (const entry of config.maintainers) {
     if (typeof entry === 'string') {
-      if (entry === login) return 'write';
-    } else if (entry.login === login) {
+      if (sameLogin(entry, login)) return 'write';
+    } else if (sameLogin(entry.login, login)) {
       return entry.permission;
     }
+  }
+  return null;
+}
+
+/** Where a repository's configuration lives, on the trusted branch and on every protected branch. */
+export const REPO_CONFIG_PATH = '.proofgate.yml';
+
+/**
+ * The branches changes may target under the trusted branch's config: its
+ * `protectedBranches`, and always the trusted branch itself.
+ */
+export function protectedBranchNames(trustedBranch: string, trustedConfig: RepoConfig): string[] {
+  return [...new Set([trustedBranch, ...(trustedConfig.protectedBranches ?? [])])];
+}
+
+/**
+ * The protected-branch rule, said once: a change's base must be a protected
+ * branch (its config supplies the checks and lanes), and its head must not be
+ * one (a repair pushes to the head; case-insensitively, since a
+ * case-insensitive file system keeps `Main` and `main` in one ref file).
+ * Returns why the pair is refused, or null.
+ */
+export function protectedBranchRefusal(input: { readonly trustedBranch: string; readonly trustedConfig: RepoConfig; readonly base: string; readonly head: string }): string | null {
+  const names = protectedBranchNames(input.trustedBranch, input.trustedConfig);
+  const list = names.join(', ');
+  if (names.some((name) => name.toLowerCase() === input.head.toLowerCase())) {
+    return `head "${input.head}" is a protected branch (${list}); a change's head must be a branch of its own`;
+  }
+  if (!names.includes(input.base)) {
+    return `base "${input.base}" is not a protected branch (${list}, from ${input.trustedBranch}:${REPO_CONFIG_PATH})`;
   }
   return null;
 }

@@ -7,13 +7,41 @@ const positiveInt = (max: number) =>
     .positive({ error: 'expected a positive integer' })
     .max(max, { error: `expected at most ${max}` });
 
+/** Variables proofgate sets (or copies) itself for every jailed program: a lane cannot override them. */
+const RESERVED_PROGRAM_ENV: readonly string[] = ['PATH', 'HOME', 'TMPDIR', 'USER', 'LOGNAME', 'SHELL', 'LANG', 'LC_ALL', 'LC_CTYPE', 'TZ'];
+
+/**
+ * The one rule for which of proofgate's environment variables a command lane
+ * (or an agent-fix command) may name in `env` to have them passed through
+ * into its jail (its model provider's key, `OPENAI_API_KEY`): never a
+ * forge token or one of proofgate's own settings and secrets, never git's or
+ * PostgreSQL's connection settings, and never a variable proofgate itself sets
+ * for the jailed program. Returns why `name` is refused, or undefined.
+ */
+export function reservedPassThroughEnv(name: string): string | undefined {
+  if (/^PROOFGATE_/.test(name)) return 'proofgate\'s own settings and secrets (PROOFGATE_*) never reach a jailed program';
+  if (/^(?:GITHUB_|GH_)/.test(name)) return 'forge tokens and settings (GITHUB_*, GH_*) never reach a jailed program';
+  if (/^GIT_/.test(name)) return 'git settings and credentials (GIT_*) never reach a jailed program';
+  if (/^PG[A-Z]*$|^PG_|^DATABASE_URL$/.test(name)) return 'database settings (PG*, DATABASE_URL) never reach a jailed program';
+  if (RESERVED_PROGRAM_ENV.includes(name)) return `${name} is set by proofgate for the jailed program`;
+  return undefined;
+}
+
+/** A name a lane or agent-fix may list in `env`: a plain variable name (the reserved ones are refused by `reservedPassThroughEnv`). */
+export const passThroughEnvName = z.string().regex(/^[A-Z_][A-Z0-9_]*$/, 'expected an environment variable name (A-Z, 0-9, _)');
+
 /** One reviewer lane in `.proofgate.yml` (`review.lanes[]`). Exactly one of builtin / command / openai. */
 export const reviewLaneConfigSchema = z
   .object({
     id: z.string().regex(/^[a-z0-9][a-z0-9._-]*$/, 'lane id: lowercase letters, digits, . _ -'),
     family: z.string().min(1).optional(),
     builtin: z.enum(['rules', 'tests']).optional(),
+    /** The reviewer program, resolved in the trusted base tree (its working directory), never in the head under review. */
     command: z.array(z.string().min(1)).min(1).optional(),
+    /** Command lanes: outbound network for the program (default false: no network at all). */
+    network: z.boolean().optional(),
+    /** Command lanes: names of proofgate's environment variables passed through to the program (its provider key). */
+    env: z.array(passThroughEnvName).optional(),
     openai: z
       .object({
         baseUrl: z.string().url(),
@@ -26,8 +54,19 @@ export const reviewLaneConfigSchema = z
     timeoutSeconds: positiveInt(86_400).optional(),
   })
   .strict()
-  .refine((lane) => [lane.builtin, lane.command, lane.openai].filter((x) => x !== undefined).length === 1, {
-    message: 'a lane needs exactly one of builtin, command or openai',
+  .superRefine((lane, context) => {
+    if ([lane.builtin, lane.command, lane.openai].filter((x) => x !== undefined).length !== 1) {
+      context.addIssue({ code: 'custom', message: 'a lane needs exactly one of builtin, command or openai', path: [] });
+    }
+    if (lane.command === undefined) {
+      for (const key of ['network', 'env'] as const) {
+        if (lane[key] !== undefined) context.addIssue({ code: 'custom', message: 'only a command lane has this setting', path: [key] });
+      }
+    }
+    lane.env?.forEach((name, index) => {
+      const reason = reservedPassThroughEnv(name);
+      if (reason !== undefined) context.addIssue({ code: 'custom', message: `${name} cannot be passed to a lane: ${reason}`, path: ['env', index] });
+    });
   });
 
 /** Settings of the builtin `rules` reviewer. */

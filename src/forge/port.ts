@@ -108,6 +108,12 @@ export interface Forge {
   /** File content at a ref, or null when the file does not exist there. */
   readFile(ref: string, path: string): Promise<Uint8Array | null>;
   permission(login: string): Promise<RepoPermission>;
+  /**
+   * The trusted branch: its `.proofgate.yml` names the protected branches and
+   * the maintainers (the local forge: a setting of the data dir, default
+   * `main`, else `master`; GitHub: the repository's default branch).
+   */
+  trustedBranch(): Promise<string>;
 }
 
 /** Typed events a forge delivers (webhooks on GitHub, local actions locally). */

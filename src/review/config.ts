@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { parse as parseYaml } from 'yaml';
 import type { z } from 'zod';
 import { ProofgateError } from '../core/index.js';
-import { parseRepoConfigYaml } from '../contracts/repo-config.js';
+import { emptyRepoConfig, parseRepoConfigYaml, type RepoConfig } from '../contracts/repo-config.js';
 import { reviewConfigSchema, type ReviewConfig, type ReviewLaneConfig } from '../contracts/index.js';
 import type { LaneSpec } from './adapters/types.js';
 import { git } from './git.js';
@@ -54,6 +54,11 @@ export function parseReviewSection(document: unknown, source: string): ReviewCon
  * fall back to the default lanes.
  */
 export function parseReviewConfigText(text: string, source: string): ReviewConfig {
+  return parseConfigText(text, source).config;
+}
+
+/** The `review:` settings and the whole validated repository config of a `.proofgate.yml` text. */
+function parseConfigText(text: string, source: string): { config: ReviewConfig; trusted: RepoConfig } {
   let document: unknown;
   try {
     document = parseYaml(text, { prettyErrors: false });
@@ -62,12 +67,13 @@ export function parseReviewConfigText(text: string, source: string): ReviewConfi
     throw new ProofgateError('CONFIG', `${source}: not valid YAML: ${message}`);
   }
   const review = parseReviewSection(document, source);
-  parseRepoConfigYaml(text, source);
-  return review;
+  return { config: review, trusted: parseRepoConfigYaml(text, source) };
 }
 
 export interface LoadedReviewConfig {
   readonly config: ReviewConfig;
+  /** The whole parsed repository config the review settings came from (what a verdict's config digest covers). */
+  readonly trusted: RepoConfig;
   /** Where it came from: `--config FILE`, `<base>:.proofgate.yml`, or `default`. */
   readonly source: string;
 }
@@ -84,13 +90,13 @@ export async function loadReviewConfig(repoDir: string, baseSha: string, configF
     } catch {
       throw new ProofgateError('CONFIG', `cannot read config file ${configFile}`);
     }
-    return { config: parseReviewConfigText(text, configFile), source: configFile };
+    return { ...parseConfigText(text, configFile), source: configFile };
   }
   const listed = await git(repoDir, ['ls-tree', '--name-only', baseSha, '--', CONFIG_FILE]);
-  if (listed.toString('utf8').trim() === '') return { config: defaultReviewConfig(), source: 'default' };
+  if (listed.toString('utf8').trim() === '') return { config: defaultReviewConfig(), trusted: emptyRepoConfig(), source: 'default' };
   const text = (await git(repoDir, ['cat-file', 'blob', `${baseSha}:${CONFIG_FILE}`])).toString('utf8');
   const source = `${baseSha.slice(0, 12)}:${CONFIG_FILE}`;
-  return { config: parseReviewConfigText(text, source), source };
+  return { ...parseConfigText(text, source), source };
 }
 
 /** Read a repository file as committed on the base (the acceptance contract). */

@@ -1,3 +1,4 @@
+import { reservedPassThroughEnv } from '../contracts/index.js';
 import { PORTABLE_ENV, allowListedEnv } from '../host/index.js';
 
 /** Variables a reviewer process inherits from proofgate's environment; nothing else passes. */
@@ -8,6 +9,8 @@ export interface ReviewerVariables {
   readonly home: string;
   readonly tmp: string;
   readonly requestFile: string;
+  /** The read-only snapshot of the head under review (data, not the program). */
+  readonly headDir: string;
   readonly evidenceDir: string;
   readonly evidencePath: string;
   readonly laneId: string;
@@ -17,14 +20,23 @@ export interface ReviewerVariables {
 
 /**
  * The whole environment of a reviewer process: the allow-list copied from the
- * parent, a scratch HOME and TMPDIR, and the request-specific PROOFGATE_* values.
- * Tokens, cloud credentials and proofgate's own settings never pass.
+ * parent, a scratch HOME and TMPDIR, the request-specific PROOFGATE_* values,
+ * and the provider variables the lane names in `env` (copied as they are; a
+ * reserved name, see `reservedPassThroughEnv`, never passes). Forge tokens, other
+ * credentials and proofgate's own settings never pass.
  */
-export function reviewerEnvironment(parent: NodeJS.ProcessEnv, vars: ReviewerVariables): Record<string, string> {
+export function reviewerEnvironment(parent: NodeJS.ProcessEnv, vars: ReviewerVariables, passThrough: readonly string[] = []): Record<string, string> {
+  const provider: Record<string, string> = {};
+  for (const name of passThrough) {
+    const value = parent[name];
+    if (value !== undefined && reservedPassThroughEnv(name) === undefined) provider[name] = value;
+  }
   return allowListedEnv(parent, REVIEWER_ENV_ALLOW, {
+    ...provider,
     HOME: vars.home,
     TMPDIR: vars.tmp,
     PROOFGATE_REVIEW_REQUEST: vars.requestFile,
+    PROOFGATE_HEAD_DIR: vars.headDir,
     PROOFGATE_EVIDENCE_DIR: vars.evidenceDir,
     PROOFGATE_EVIDENCE_PATH: vars.evidencePath,
     PROOFGATE_LANE_ID: vars.laneId,

@@ -25,12 +25,3 @@ export async function resolveCommit(repoDir: string, ref: string): Promise<strin
   return sha;
 }
 
-/**
- * Write the tree of `commit` into `target` as a checkout would, through a
- * private index file: the repository's index, work tree and refs stay untouched.
- */
-export async function exportTree(repoDir: string, commit: string, target: string, indexFile: string): Promise<void> {
-  const env = { GIT_INDEX_FILE: indexFile };
-  await git(repoDir, ['read-tree', commit], { env });
-  await git(repoDir, ['--work-tree', target, 'checkout-index', '--all', '--force'], { env });
-}

@@ -1,6 +1,6 @@
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { ProofgateError, randomHex, sha256Digest, systemClock, type Clock } from '../core/index.js';
+import { ProofgateError, randomHex, sha256Digest, systemClock, type Clock, type Sha256Digest } from '../core/index.js';
 import {
   REVIEW_REQUEST_SCHEMA,
   reviewRequestSchema,
@@ -24,6 +24,8 @@ export interface ReviewInputs {
   readonly contract: BoundFile;
   readonly author: ReviewRequestV1['author'];
   readonly mode: DiversityMode;
+  /** Digest of the parsed trusted config the review runs under (null: the caller named none). */
+  readonly configDigest: Sha256Digest | null;
 }
 
 export interface PrepareInputsOptions {
@@ -38,6 +40,8 @@ export interface PrepareInputsOptions {
   /** The acceptance contract text; when absent a default contract is generated. */
   readonly contractText?: string;
   readonly author?: Partial<ReviewRequestV1['author']>;
+  /** Digest of the parsed trusted config (`configDigest`), bound with the diff and the contract. */
+  readonly configDigest?: Sha256Digest;
 }
 
 async function writeFrozen(path: string, bytes: Buffer | string): Promise<BoundFile> {
@@ -46,12 +50,17 @@ async function writeFrozen(path: string, bytes: Buffer | string): Promise<BoundF
   return { path, sha256: sha256Digest(typeof bytes === 'string' ? Buffer.from(bytes, 'utf8') : bytes) };
 }
 
-/** The contract used when the repository configures none: what must hold for the change to pass. */
-export function defaultAcceptanceContract(baseSha: string, headSha: string, subjects: readonly string[]): string {
+/**
+ * The contract used when the repository configures none: what must hold for
+ * the change to pass. It names the merge base, never the base tip, so a base
+ * that moves on with unrelated commits leaves the contract (and its digest) as
+ * it was.
+ */
+export function defaultAcceptanceContract(mergeBaseSha: string, headSha: string, subjects: readonly string[]): string {
   const lines = [
     '# Acceptance contract',
     '',
-    `Change: ${baseSha}...${headSha} (the diff from the merge base to the head).`,
+    `Change: ${mergeBaseSha}..${headSha} (the diff from the merge base to the head).`,
     '',
     'The change is acceptable only if all of the following hold:',
     '1. It does what its commit messages say, and nothing unrelated.',
@@ -67,12 +76,26 @@ export function defaultAcceptanceContract(baseSha: string, headSha: string, subj
   return lines.join('\n');
 }
 
+/** The exact bytes a review of base..head judges, read before anything is written. */
+export interface ReviewSubject {
+  readonly baseSha: string;
+  readonly headSha: string;
+  /** Where the head left the base: the diff and the default contract start here, not at the (moving) base tip. */
+  readonly mergeBaseSha: string;
+  readonly diff: Buffer;
+  readonly contractText: string;
+  /** Every path the diff touches (old and new names; renames are not detected), as git spells it. */
+  readonly paths: readonly string[];
+}
+
+export type ReadSubjectOptions = Pick<PrepareInputsOptions, 'repoDir' | 'base' | 'head' | 'baseName' | 'contractText'>;
+
 /**
- * Resolve base and head, write the diff (`git diff <merge-base> <head>`, the
- * same bytes as `git diff base...head`) and the acceptance contract into the
- * review directory read-only, and bind both by the digests of their bytes.
+ * Resolve base and head and read the diff (`git diff <merge-base> <head>`, the
+ * same bytes as `git diff base...head`), the paths it touches and the
+ * acceptance contract (the given text, else the default one).
  */
-export async function prepareReviewInputs(options: PrepareInputsOptions): Promise<ReviewInputs> {
+export async function readReviewSubject(options: ReadSubjectOptions): Promise<ReviewSubject> {
   const repoDir = resolve(options.repoDir);
   const baseSha = await resolveCommit(repoDir, options.base);
   const headSha = await resolveCommit(repoDir, options.head);
@@ -82,26 +105,39 @@ export async function prepareReviewInputs(options: PrepareInputsOptions): Promis
   if (mergeBaseSha === headSha) {
     throw new ProofgateError('INVALID_INPUT', `nothing to review: ${options.head} has no commits that ${options.baseName ?? options.base} lacks`);
   }
-  const diffBytes = await git(repoDir, [
+  const diff = await git(repoDir, [
     'diff', '--no-color', '--no-ext-diff', '--no-textconv', '--binary', '--full-index', '--no-renames',
     '--src-prefix=a/', '--dst-prefix=b/', mergeBaseSha, headSha,
   ]);
-  await mkdir(options.reviewDir, { recursive: true });
-  const diff = await writeFrozen(join(options.reviewDir, 'change.diff'), diffBytes);
+  const names = await git(repoDir, ['diff', '--name-only', '-z', '--no-renames', '--no-ext-diff', mergeBaseSha, headSha]);
+  const paths = names.toString('utf8').split('\0').filter((path) => path !== '');
   let contractText = options.contractText;
   if (contractText === undefined) {
     const log = await gitText(repoDir, ['log', '--format=%s', `${mergeBaseSha}..${headSha}`]);
-    contractText = defaultAcceptanceContract(baseSha, headSha, log === '' ? [] : log.split('\n'));
+    contractText = defaultAcceptanceContract(mergeBaseSha, headSha, log === '' ? [] : log.split('\n'));
   }
-  const contract = await writeFrozen(join(options.reviewDir, 'acceptance-contract.md'), contractText);
-  const authorEmail = await gitText(repoDir, ['log', '-1', '--format=%ae', headSha]);
+  return { baseSha, headSha, mergeBaseSha, diff, contractText, paths };
+}
+
+/**
+ * Read the review subject (`readReviewSubject`), write the diff and the
+ * acceptance contract into the review directory read-only, and bind both by
+ * the digests of their bytes.
+ */
+export async function prepareReviewInputs(options: PrepareInputsOptions): Promise<ReviewInputs> {
+  const repoDir = resolve(options.repoDir);
+  const subject = await readReviewSubject({ ...options, repoDir });
+  await mkdir(options.reviewDir, { recursive: true });
+  const diff = await writeFrozen(join(options.reviewDir, 'change.diff'), subject.diff);
+  const contract = await writeFrozen(join(options.reviewDir, 'acceptance-contract.md'), subject.contractText);
+  const authorEmail = await gitText(repoDir, ['log', '-1', '--format=%ae', subject.headSha]);
   return {
     reviewDir: options.reviewDir,
-    subjectId: options.subjectId ?? `local:${headSha}`,
-    baseSha,
-    headSha,
+    subjectId: options.subjectId ?? `local:${subject.headSha}`,
+    baseSha: subject.baseSha,
+    headSha: subject.headSha,
     refNames: [options.baseName ?? options.base, options.head],
-    mergeBaseSha,
+    mergeBaseSha: subject.mergeBaseSha,
     diff,
     contract,
     author: {
@@ -109,6 +145,7 @@ export async function prepareReviewInputs(options: PrepareInputsOptions): Promis
       family: options.author?.family ?? 'human',
     },
     mode: options.mode,
+    configDigest: options.configDigest ?? null,
   };
 }
 

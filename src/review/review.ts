@@ -1,14 +1,15 @@
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { newId, type Clock } from '../core/index.js';
+import { digestJson, newId, sha256Digest, type Clock, type Sha256Digest } from '../core/index.js';
+import type { RepoConfig } from '../contracts/repo-config.js';
 import { GitRepository, defaultLocalDataDir } from '../forge/local/index.js';
 import type { BoundFile, DiversityMode, ReviewConfig, ReviewRequestV1 } from '../contracts/index.js';
-import { defaultAdapters, type AdapterSet, type LaneSpec } from './adapters/index.js';
+import { defaultAdapters, trustedTreeOf, type AdapterSet, type LaneSpec, type TrustedTree } from './adapters/index.js';
 import { laneSpec, loadReviewConfig, readBaseFile } from './config.js';
 import { resolveCommit } from './git.js';
 import { runLane, type LaneOutcome } from './lane.js';
 import { judgePanel, type PanelDecision, type PanelVerdict } from './panel.js';
-import { prepareReviewInputs, type ReviewInputs } from './request.js';
+import { prepareReviewInputs, readReviewSubject, type ReviewInputs } from './request.js';
 
 export interface ReviewOptions {
   readonly repoDir: string;
@@ -37,6 +38,8 @@ export interface PreparedReview {
   readonly config: ReviewConfig;
   readonly lanes: LaneSpec[];
   readonly inputs: ReviewInputs;
+  /** The commit the config came from, whose tree supplies reviewer programs, and its jail policy. */
+  readonly trustedTree: TrustedTree;
 }
 
 export interface ReviewOutcome {
@@ -51,6 +54,8 @@ export interface ReviewOutcome {
   readonly author: ReviewRequestV1['author'];
   readonly mode: DiversityMode;
   readonly config_source: string;
+  /** Digest of the parsed trusted config the review ran under (`configDigest`). */
+  readonly config_digest: string | null;
   readonly verdict: PanelVerdict;
   readonly reasons: string[];
   readonly lanes: LaneOutcome[];
@@ -61,12 +66,58 @@ export async function defaultDataDir(repoDir: string): Promise<string> {
   return defaultLocalDataDir(await GitRepository.open(repoDir));
 }
 
-/** Load the trusted config from the base, write the bound diff and contract, and resolve the lanes. */
-export async function prepareReview(options: ReviewOptions): Promise<PreparedReview> {
+/**
+ * The digest a verdict binds the rules by: the canonical JSON (RFC 8785) of
+ * the PARSED trusted config, defaults filled in, so reformatting the YAML or
+ * reordering its keys changes nothing, and any changed setting changes it.
+ */
+export function configDigest(config: RepoConfig): Sha256Digest {
+  return digestJson(JSON.parse(JSON.stringify(config)) as unknown);
+}
+
+/** What a review of a change is bound to, as it would be now. */
+export interface ReviewBindings {
+  readonly headSha: string;
+  readonly mergeBaseSha: string;
+  readonly diff: Sha256Digest;
+  readonly contract: Sha256Digest;
+  readonly config: Sha256Digest;
+  /** The paths the diff touches (not a binding: what the trust rule reads). */
+  readonly paths: readonly string[];
+}
+
+type SubjectOptions = Pick<ReviewOptions, 'repoDir' | 'base' | 'head' | 'configFile'>;
+
+/** The trusted config from the base (never the head), the contract it names, and the exact bytes under review. */
+async function loadSubject(options: SubjectOptions) {
   const repoDir = resolve(options.repoDir);
   const baseSha = await resolveCommit(repoDir, options.base);
   const loaded = await loadReviewConfig(repoDir, baseSha, options.configFile);
   const contractText = loaded.config.acceptanceContract === undefined ? undefined : await readBaseFile(repoDir, baseSha, loaded.config.acceptanceContract);
+  return { repoDir, baseSha, loaded, contractText };
+}
+
+/**
+ * The bindings a review of `base`..`head` would have now, read the way
+ * `prepareReview` reads them but without writing anything: the automerge loop
+ * compares them with a verdict's before it takes the verdict.
+ */
+export async function liveReviewBindings(options: SubjectOptions): Promise<ReviewBindings> {
+  const { repoDir, baseSha, loaded, contractText } = await loadSubject(options);
+  const subject = await readReviewSubject({ repoDir, base: baseSha, baseName: options.base, head: options.head, ...(contractText === undefined ? {} : { contractText }) });
+  return {
+    headSha: subject.headSha,
+    mergeBaseSha: subject.mergeBaseSha,
+    diff: sha256Digest(subject.diff),
+    contract: sha256Digest(subject.contractText),
+    config: configDigest(loaded.trusted),
+    paths: subject.paths,
+  };
+}
+
+/** Load the trusted config from the base, write the bound diff and contract, and resolve the lanes. */
+export async function prepareReview(options: ReviewOptions): Promise<PreparedReview> {
+  const { repoDir, baseSha, loaded, contractText } = await loadSubject(options);
   const dataDir = resolve(options.dataDir ?? (await defaultDataDir(repoDir)));
   const reviewId = newId('review');
   const reviewDir = join(dataDir, 'reviews', reviewId);
@@ -78,11 +129,26 @@ export async function prepareReview(options: ReviewOptions): Promise<PreparedRev
     head: options.head,
     reviewDir,
     mode: options.mode ?? loaded.config.mode,
+    configDigest: configDigest(loaded.trusted),
     ...(contractText === undefined ? {} : { contractText }),
     ...(options.subjectId === undefined ? {} : { subjectId: options.subjectId }),
     ...(options.author === undefined ? {} : { author: options.author }),
   });
-  return { reviewId, repoDir, dataDir, configSource: loaded.source, config: loaded.config, lanes: loaded.config.lanes.map(laneSpec), inputs };
+  const trustedTree = trustedTreeOf(baseSha, loaded.trusted);
+  return { reviewId, repoDir, dataDir, configSource: loaded.source, config: loaded.config, lanes: loaded.config.lanes.map(laneSpec), inputs, trustedTree };
+}
+
+/**
+ * Run a prepared review's lanes, then remove its copy of the diff whatever
+ * happened: the byte-exact diff (which may hold a key the change adds) lives
+ * only while the lanes read it; the records keep its digest, never its bytes.
+ */
+export async function whileReviewDiffExists<T>(prepared: PreparedReview, body: () => Promise<T>): Promise<T> {
+  try {
+    return await body();
+  } finally {
+    await rm(prepared.inputs.diff.path, { force: true });
+  }
 }
 
 /** Join lane outcomes with the panel and write `review.json` into the review directory. */
@@ -103,6 +169,7 @@ export async function concludeReview(prepared: PreparedReview, lanes: LaneOutcom
     author: inputs.author,
     mode: inputs.mode,
     config_source: prepared.configSource,
+    config_digest: inputs.configDigest,
     verdict: decision.verdict,
     reasons: decision.reasons,
     lanes,
@@ -114,6 +181,10 @@ export async function concludeReview(prepared: PreparedReview, lanes: LaneOutcom
 /** Review a local change: every configured lane in turn, then the panel. */
 export async function runReview(options: ReviewOptions): Promise<ReviewOutcome> {
   const prepared = await prepareReview(options);
+  return whileReviewDiffExists(prepared, () => runPreparedReview(prepared, options));
+}
+
+async function runPreparedReview(prepared: PreparedReview, options: ReviewOptions): Promise<ReviewOutcome> {
   const adapters = { ...defaultAdapters(), ...options.adapters };
   const lanes: LaneOutcome[] = [];
   for (const spec of prepared.lanes) {
@@ -123,6 +194,7 @@ export async function runReview(options: ReviewOptions): Promise<ReviewOutcome> 
       review: prepared.config,
       repoDir: prepared.repoDir,
       dataDir: prepared.dataDir,
+      trusted: prepared.trustedTree,
       adapters,
       ...(options.env === undefined ? {} : { env: options.env }),
       ...(options.clock === undefined ? {} : { clock: options.clock }),

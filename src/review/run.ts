@@ -6,10 +6,14 @@ import {
   dagGraphType,
   dagPosition,
   persistRunDefinition,
+  readAcceptedResult,
+  resolveAcceptedResult,
   resolveGraphPlan,
   writeProofArtifact,
   type AcceptedResultBinding,
+  type AcceptedResultQuery,
   type AcceptedResultRecord,
+  type AcceptedResultResolution,
   type GraphNode,
   type ReadonlyJsonValue,
   type WorkspaceAnchor,
@@ -18,9 +22,11 @@ import type { RunStorage } from '../storage/policy-types.js';
 import { defaultAdapters } from './adapters/index.js';
 import { runLane, type LaneOutcome } from './lane.js';
 import { judgePanel, type PanelLane } from './panel.js';
-import { concludeReview, prepareReview, type PreparedReview, type ReviewOptions, type ReviewOutcome } from './review.js';
+import { concludeReview, prepareReview, whileReviewDiffExists, type PreparedReview, type ReviewBindings, type ReviewOptions, type ReviewOutcome } from './review.js';
 
 export const PANEL_NODE = 'panel';
+/** Where a review run keeps its accepted-result record: the panel node's first (only) dispatch. */
+export const REVIEW_RECORD_POSITION = dagPosition(PANEL_NODE, 1);
 /** The store namespace review runs are kept in by the CLI and the automerge loop. */
 export const REVIEW_RUNS_NAMESPACE = 'reviews';
 const LANE_NODE_PREFIX = 'lane.';
@@ -50,11 +56,18 @@ function toJson(value: unknown): ReadonlyJsonValue {
   return JSON.parse(JSON.stringify(value)) as ReadonlyJsonValue;
 }
 
+/** The workspace anchor's fingerprint: the diff, where it starts and the head (never the moving base tip). */
+function anchorFingerprint(diff: string, mergeBaseSha: string, headSha: string): string {
+  return digestJson({ diff, merge_base: mergeBaseSha, head: headSha }).slice('sha256:'.length);
+}
+
 /**
  * What a review's accepted result is bound to: the head (as the workspace
- * anchor's head), the diff and contract digests, the review scope and the
- * reviewers' identities. Any of these differing from the live values makes
- * `resolveAcceptedResult` answer `wait`.
+ * anchor's head), the diff, contract and trusted-config digests, the review
+ * scope (merge base, head, mode) and the reviewers' identities. Any of these
+ * differing from the live values makes `resolveAcceptedResult` answer `wait`.
+ * Nothing here names the base tip: a base that moves on with unrelated
+ * commits leaves every binding as it was.
  */
 export function reviewBindingParts(
   prepared: Pick<PreparedReview, 'repoDir' | 'inputs'>,
@@ -66,16 +79,40 @@ export function reviewBindingParts(
     root: prepared.repoDir,
     repositoryId: prepared.repoDir,
     head: inputs.headSha,
-    fingerprint: digestJson({ diff: inputs.diff.sha256, base: inputs.baseSha, head: inputs.headSha }).slice('sha256:'.length),
+    fingerprint: anchorFingerprint(inputs.diff.sha256, inputs.mergeBaseSha, inputs.headSha),
     scope: null,
     files: [],
   };
   return {
-    inputHashes: { diff: assertSha256Digest(inputs.diff.sha256), acceptance_contract: assertSha256Digest(inputs.contract.sha256) },
-    proofScope: { kind: 'review', subject_id: inputs.subjectId, base_sha: inputs.baseSha, head_sha: inputs.headSha, mode: inputs.mode },
+    inputHashes: {
+      diff: assertSha256Digest(inputs.diff.sha256),
+      acceptance_contract: assertSha256Digest(inputs.contract.sha256),
+      ...(inputs.configDigest === null ? {} : { config: inputs.configDigest }),
+    },
+    proofScope: { kind: 'review', subject_id: inputs.subjectId, merge_base_sha: inputs.mergeBaseSha, head_sha: inputs.headSha, mode: inputs.mode },
     workspaceAnchor,
     reviewerIdentity: { lanes: lanes.map((lane) => ({ lane_id: lane.lane_id, family: lane.family, context_id: lane.context_id })) },
   };
+}
+
+/**
+ * Whether the verdict a review run recorded still holds for a change as it
+ * is now: the record's own binding with head, merge base, diff, contract and
+ * config replaced by the live values, judged by `resolveAcceptedResult`
+ * (`accepted` only while every bound value is equal and the run still proves
+ * the result; `wait` with the reason otherwise).
+ */
+export async function resolveReviewRecord(storage: RunStorage, runId: string, live: ReviewBindings): Promise<AcceptedResultResolution> {
+  const record = await readAcceptedResult(storage, runId, REVIEW_RECORD_POSITION);
+  if (record === null) return { kind: 'wait', reason: `review run ${runId} has no accepted-result record` };
+  const { result: _result, reviewerFingerprint: _fingerprint, ...bound } = record.binding;
+  const query: AcceptedResultQuery = {
+    ...bound,
+    inputHashes: { diff: live.diff, acceptance_contract: live.contract, config: live.config },
+    proofScope: { ...bound.proofScope, merge_base_sha: live.mergeBaseSha, head_sha: live.headSha },
+    workspaceAnchor: { ...bound.workspaceAnchor, head: live.headSha, fingerprint: anchorFingerprint(live.diff, live.mergeBaseSha, live.headSha) },
+  };
+  return resolveAcceptedResult(storage, runId, REVIEW_RECORD_POSITION, query);
 }
 
 function nodeOf(runData: GraphNode['runData'], timeoutMs: number): GraphNode {
@@ -101,6 +138,10 @@ function nodeOf(runData: GraphNode['runData'], timeoutMs: number): GraphNode {
  */
 export async function runReviewOnRuntime(options: RuntimeReviewOptions): Promise<RuntimeReviewResult> {
   const prepared = await prepareReview(options);
+  return whileReviewDiffExists(prepared, () => reviewPreparedOnRuntime(prepared, options));
+}
+
+async function reviewPreparedOnRuntime(prepared: PreparedReview, options: RuntimeReviewOptions): Promise<RuntimeReviewResult> {
   const adapters = { ...defaultAdapters(), ...options.adapters };
   const runId = options.runId ?? newId('review');
   const families = [...new Set(prepared.lanes.map((lane) => lane.family))];
@@ -127,18 +168,23 @@ export async function runReviewOnRuntime(options: RuntimeReviewOptions): Promise
     timestamp: (options.clock ?? systemClock).now().toISOString(),
     graphDefinition: graph.definition,
     resolvedPlan: plan,
-    resolvedInputs: toJson({ diff: prepared.inputs.diff.sha256, acceptance_contract: prepared.inputs.contract.sha256, head_sha: prepared.inputs.headSha }) as { [key: string]: ReadonlyJsonValue },
+    resolvedInputs: toJson({ diff: prepared.inputs.diff.sha256, acceptance_contract: prepared.inputs.contract.sha256, config: prepared.inputs.configDigest, head_sha: prepared.inputs.headSha }) as { [key: string]: ReadonlyJsonValue },
     workspaceBinding: null,
     hostBinding: null,
   });
   const laneOutcomes = new Map<string, LaneOutcome>();
+  // A lane that throws (JAIL_UNAVAILABLE, MUTABLE_INPUT, SELF_REVIEW) ends the review with its own error, not INTERNAL.
+  let laneError: { readonly error: unknown } | undefined;
   const nodes: Record<string, GraphNode> = {};
   for (const spec of prepared.lanes) {
     nodes[`${LANE_NODE_PREFIX}${spec.id}`] = nodeOf(async () => {
       const outcome = await runLane({
-        inputs: prepared.inputs, spec, review: prepared.config, repoDir: prepared.repoDir, dataDir: prepared.dataDir, adapters,
+        inputs: prepared.inputs, spec, review: prepared.config, repoDir: prepared.repoDir, dataDir: prepared.dataDir, trusted: prepared.trustedTree, adapters,
         ...(options.env === undefined ? {} : { env: options.env }),
         ...(options.clock === undefined ? {} : { clock: options.clock }),
+      }).catch((error: unknown) => {
+        laneError ??= { error };
+        throw error;
       });
       laneOutcomes.set(spec.id, outcome);
       options.onLane?.(outcome);
@@ -152,6 +198,7 @@ export async function runReviewOnRuntime(options: RuntimeReviewOptions): Promise
   }, 60_000);
   const executor = await createGraphExecutor({ runId, graph, storage: options.storage, nodes, engines: [] });
   const run = await executor.run();
+  if (laneError !== undefined) throw laneError.error;
   if (run.kind !== 'complete') throw new ProofgateError('INTERNAL', `review run ${runId} did not complete: ${run.reason}`);
   const ordered = prepared.lanes.map((lane) => laneOutcomes.get(lane.id)).filter((lane): lane is LaneOutcome => lane !== undefined);
   const outcome = await concludeReview(prepared, ordered);
@@ -167,7 +214,7 @@ export async function runReviewOnRuntime(options: RuntimeReviewOptions): Promise
     graph: { definitionDigest: plan.plan.graph.definitionDigest, typeVersion: plan.plan.graph.typeVersion },
     result: toJson({ verdict: outcome.verdict, reasons: outcome.reasons }),
   };
-  const position = dagPosition(PANEL_NODE, 1);
+  const position = REVIEW_RECORD_POSITION;
   const record = await createAcceptedResultRecord(options.storage, runId, position, binding);
   return { outcome, runId, position, record, binding };
 }

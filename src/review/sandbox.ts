@@ -1,15 +1,37 @@
 import { createHash } from 'node:crypto';
-import { chmod, lstat, mkdir, mkdtemp, readdir, readFile, readlink, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { constants } from 'node:fs';
+import { chmod, copyFile, lstat, mkdir, readdir, readFile, readlink, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { exportTree } from './git.js';
+import { canonicalJson } from '../core/index.js';
+import type { BoundFile, ReviewRequestV1 } from '../contracts/index.js';
+import { exportCommit, makeJobDir, prepareJobDir } from '../host/index.js';
+import { verifyRequestInputs } from './request.js';
 
-/** A lane's private place: a read-only snapshot of the head, a scratch HOME and TMPDIR. */
+/**
+ * A command lane's places on the host, all under `root` (which
+ * `removeSandbox` deletes). The program and its working directory come from
+ * `program`, an export of the TRUSTED commit (the base the review's config
+ * was read from); the head under review is `snapshot`, data the program
+ * reads. Both are read-only (read-only mounts in the jail, no write bits
+ * besides). `jobDir` is the one writable tree and the only other thing the
+ * jail sees: HOME, TMPDIR, an evidence directory, and read-only copies of the
+ * request, the diff and the contract. Nothing of proofgate's data dir is
+ * mounted: `request` is the lane's request with its paths moved into the job
+ * dir (the same digests), and proofgate collects the evidence from there
+ * after the program ended.
+ */
 export interface LaneSandbox {
   readonly root: string;
+  readonly jobDir: string;
+  readonly program: string;
   readonly snapshot: string;
   readonly home: string;
   readonly tmp: string;
+  readonly requestFile: string;
+  /** The request as the reviewer sees it: the staged copies, the job's evidence directory. */
+  readonly request: ReviewRequestV1;
+  /** `request` as canonical JSON (the request file's text and the reviewer's stdin). */
+  readonly requestText: string;
   /** Digest of the snapshot right after it was made (paths, types, modes, bytes). */
   readonly manifest: string;
 }
@@ -52,19 +74,49 @@ export async function treeManifest(dir: string): Promise<string> {
   return createHash('sha256').update(lines.join('\n')).digest('hex');
 }
 
-/** Make a sandbox holding a read-only export of `headSha` (the repository itself is not touched). */
-export async function createSandbox(repoDir: string, headSha: string): Promise<LaneSandbox> {
-  const root = await mkdtemp(join(tmpdir(), 'proofgate-lane-'));
+/** Copy a bound input into the job dir as a read-only file proofgate owns; the copy keeps the binding's digest. */
+async function stageBound(file: BoundFile, path: string): Promise<BoundFile> {
+  await copyFile(file.path, path, constants.COPYFILE_EXCL);
+  await chmod(path, 0o444);
+  return { path, sha256: file.sha256 };
+}
+
+/**
+ * Make a lane's sandbox: read-only exports of `trustedSha` (the program tree)
+ * and of the request's head (the data), and a job directory the jailed
+ * program may write, holding its HOME, TMPDIR and evidence directory, and
+ * read-only copies of the diff, the contract and the request naming them.
+ * The copies are checked against the bound digests before anything runs
+ * (MUTABLE_INPUT). The repository and the data dir are not touched.
+ */
+export async function createSandbox(repoDir: string, trustedSha: string, laneRequest: ReviewRequestV1): Promise<LaneSandbox> {
+  const root = await makeJobDir('proofgate-lane-');
   try {
+    const jobDir = join(root, 'job');
+    const program = join(root, 'trusted');
     const snapshot = join(root, 'head');
-    const home = join(root, 'home');
-    const tmp = join(root, 'tmp');
-    await Promise.all([mkdir(snapshot), mkdir(home), mkdir(tmp)]);
-    const indexFile = join(root, 'export.index');
-    await exportTree(repoDir, headSha, `${snapshot}/`, indexFile);
-    await rm(indexFile, { force: true });
-    await makeReadOnly(snapshot);
-    return { root, snapshot, home, tmp, manifest: await treeManifest(snapshot) };
+    const home = join(jobDir, 'home');
+    const tmp = join(jobDir, 'tmp');
+    const evidenceDir = join(jobDir, 'evidence');
+    await Promise.all([mkdir(program), mkdir(snapshot), mkdir(jobDir)]);
+    await Promise.all([mkdir(home), mkdir(tmp), mkdir(evidenceDir)]);
+    await exportCommit(repoDir, trustedSha, program);
+    await exportCommit(repoDir, laneRequest.head_sha, snapshot);
+    await Promise.all([makeReadOnly(program), makeReadOnly(snapshot)]);
+    await prepareJobDir(jobDir);
+    // Staged after prepareJobDir, so they stay proofgate's files: the jailed uid reads them but cannot rewrite them in
+    // place, and a copy it replaces no longer matches its digest (the result's validation re-reads them).
+    const request: ReviewRequestV1 = {
+      ...laneRequest,
+      diff: await stageBound(laneRequest.diff, join(jobDir, 'change.diff')),
+      acceptance_contract: await stageBound(laneRequest.acceptance_contract, join(jobDir, 'acceptance-contract.md')),
+      evidence_dir: evidenceDir,
+    };
+    await verifyRequestInputs(request);
+    const requestText = `${canonicalJson(request)}\n`;
+    const requestFile = join(jobDir, 'request.json');
+    await writeFile(requestFile, requestText, { mode: 0o444, flag: 'wx' });
+    return { root, jobDir, program, snapshot, home, tmp, requestFile, request, requestText, manifest: await treeManifest(snapshot) };
   } catch (error) {
     await removeSandbox(root);
     throw error;

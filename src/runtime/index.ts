@@ -23,8 +23,8 @@ export type {
   ActionDecision, ExecutionEngine, GraphExecutor, GraphExecutorOptions, GraphNode, NodeInput, NodePolicy, NodeRunContext,
   NodeWorkspace, PausedRequest, PausedResolution, RunOutcome,
 } from './executor/types.js';
-export { writeProofArtifact, type ProofArtifactRef } from './proof/artifact.js';
-export { createAcceptedResultRecord, resolveAcceptedResult, acceptedStreamId } from './proof/accepted-result.js';
+export { proofArtifactRef, writeProofArtifact, type ProofArtifactRef } from './proof/artifact.js';
+export { createAcceptedResultRecord, readAcceptedResult, resolveAcceptedResult, acceptedStreamId } from './proof/accepted-result.js';
 export { judgeAcceptedResult, type AcceptedSnapshot } from './proof/accepted-check.js';
 export type {
   AcceptedResultBinding, AcceptedResultQuery, AcceptedResultRecord, AcceptedResultResolution, GraphBinding, StoredAcceptedBinding,

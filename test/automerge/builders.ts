@@ -1,6 +1,7 @@
 import {
   collectVerdicts,
   composeMarkedBody,
+  type ReviewFacts,
   type ReviewVerdictFields,
   type TrustedVerdict,
   type Verdict,
@@ -30,10 +31,23 @@ export function comment(body: string, overrides: Partial<ForgeComment> = {}): Fo
 }
 
 export const VERDICT_AT = '2024-05-01T10:00:00.000Z';
+/** The digests every verdict is bound to unless given, and the live ones of `facts()`. */
+export const DIFF = `sha256:${'1'.repeat(64)}`;
+export const CONTRACT = `sha256:${'2'.repeat(64)}`;
+export const CONFIG = `sha256:${'3'.repeat(64)}`;
 
-/** Verdict fields; the review id and the signed time are fixed unless given. */
+/** Verdict fields; the review id, the signed time and the bindings are fixed unless given. */
 export function verdictFields(overrides: Partial<ReviewVerdictFields> = {}): ReviewVerdictFields {
-  return { kind: 'review-verdict', change: CHANGE, head: HEAD, verdict: 'CONFIRMED', findings: 0, review: 'rvw_1', at: VERDICT_AT, ...overrides };
+  return {
+    kind: 'review-verdict', change: CHANGE, head: HEAD, verdict: 'CONFIRMED', findings: 0, review: 'rvw_1', at: VERDICT_AT,
+    diff: DIFF, contract: CONTRACT, config: CONFIG, run: null,
+    ...overrides,
+  };
+}
+
+/** What the loop read: live bindings equal to the verdicts' defaults, no stored records, nothing trusted touched. */
+export function facts(overrides: Partial<ReviewFacts> = {}): ReviewFacts {
+  return { live: { diff: DIFF, contract: CONTRACT, config: CONFIG }, records: {}, touchesTrusted: [], approval: null, ...overrides };
 }
 
 /** A review comment proofgate wrote, with a verdict marker. */
@@ -49,7 +63,9 @@ let reviewSeq = 0;
  * Each entry is made one second after the previous one (signed time and comment
  * times); an entry without a review id gets a fresh one.
  */
-export function verdicts(...entries: { head?: string; verdict?: Verdict; findings?: number; review?: string | null; change?: string }[]): TrustedVerdict[] {
+export function verdicts(
+  ...entries: (Partial<Pick<ReviewVerdictFields, 'diff' | 'contract' | 'config' | 'run'>> & { head?: string; verdict?: Verdict; findings?: number; review?: string | null; change?: string })[]
+): TrustedVerdict[] {
   const comments = entries.map(({ review, ...entry }, i) => {
     const at = new Date(Date.parse(VERDICT_AT) + i * 1000).toISOString();
     reviewSeq += 1;

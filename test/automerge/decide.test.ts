@@ -8,10 +8,14 @@ import {
   type AutomergeLedgerState,
   type AutomergePolicy,
   type LedgerRecord,
+  type ReviewFacts,
   type TrustedVerdict,
 } from '../../src/automerge/index.js';
 import type { ChangeSnapshot, ForgeCheck, Mergeable, MergeStateStatus } from '../../src/forge/port.js';
-import { CHANGE, HEAD, OLD_HEAD, check, snapshot, verdicts } from './builders.js';
+import { CHANGE, CONFIG, HEAD, OLD_HEAD, check, facts, snapshot, verdicts } from './builders.js';
+
+/** A digest other than the live ones of `facts()`. */
+const OTHER = `sha256:${'9'.repeat(64)}`;
 
 const T0 = '2024-05-01T09:00:00Z';
 const T1 = '2024-05-01T09:30:00Z';
@@ -41,6 +45,7 @@ interface Row {
   led?: AutomergeLedgerState;
   marks?: TrustedVerdict[];
   policy?: Partial<AutomergePolicy>;
+  facts?: Partial<ReviewFacts>;
   kind: 'wait' | 'review' | 'repair' | 'merge' | 'block' | 'stop';
   reason: RegExp;
   repair?: 'rebase' | 'fix-checks' | 'fix-findings';
@@ -111,6 +116,29 @@ const rows: Row[] = [
   { name: 'below both caps repairs', snap: { checks: [failing('lint')] }, led: ledger(...repair('p1', OLD_HEAD)), kind: 'repair', repair: 'fix-checks', reason: /lint/ },
   { name: 'refused merges of this head block', led: ledger({ type: 'merge-failed', id: 'm1', head: HEAD, code: 'NOT_MERGEABLE', at: T1 }, { type: 'merge-failed', id: 'm2', head: HEAD, code: 'NOT_MERGEABLE', at: T1 }), marks: confirmed(), kind: 'block', reason: /refused 2 times \(last: NOT_MERGEABLE\)/ },
   { name: 'a refused merge of an older head does not count', led: ledger({ type: 'merge-failed', id: 'm1', head: OLD_HEAD, code: 'HEAD_MOVED', at: T1 }, { type: 'merge-failed', id: 'm2', head: OLD_HEAD, code: 'HEAD_MOVED', at: T1 }), marks: confirmed(), kind: 'merge', reason: /CONFIRMED/ },
+  // bindings: a verdict is taken only while everything it was judged on is unchanged
+  { name: 'config changed since the review: re-review, never a pass', marks: verdicts({ review: 'r1', config: OTHER }), kind: 'review', reason: /needs a re-review: config changed since review r1/ },
+  { name: 'acceptance contract changed since the review: re-review', marks: verdicts({ review: 'r1', contract: OTHER }), kind: 'review', reason: /acceptance contract changed since review r1/ },
+  { name: 'diff changed since the review: re-review', marks: verdicts({ review: 'r1', diff: OTHER }), kind: 'review', reason: /diff changed since review r1/ },
+  { name: 'every changed binding is named', marks: verdicts({ review: 'r1', config: OTHER, diff: OTHER }), kind: 'review', reason: /config, diff changed since review r1/ },
+  { name: 'a REFUTED verdict under the old config is reviewed again, not repaired', marks: verdicts({ verdict: 'REFUTED', findings: 2, config: OTHER }), kind: 'review', reason: /config changed/ },
+  { name: 'a HOLD under the old config is reviewed again, not blocked', marks: verdicts({ verdict: 'HOLD', config: OTHER }), kind: 'review', reason: /config changed/ },
+  { name: 'a pass under the old config does not merge even when a new review runs', marks: verdicts({ review: 'r1', config: OTHER }), led: ledger({ type: 'review-dispatched', id: 'r2', head: HEAD, at: T1 }), kind: 'wait', reason: /review r2 .* in progress/ },
+  { name: 'the re-review under the new config decides', marks: verdicts({ review: 'r1', config: OTHER }, { review: 'r2', verdict: 'REFUTED', findings: 0 }), kind: 'block', reason: /REFUTED without actionable findings/ },
+  { name: 'an earlier verdict that still binds is taken when a later one went stale', marks: verdicts({ review: 'r1' }, { review: 'r2', verdict: 'REFUTED', findings: 1, config: OTHER }), kind: 'merge', reason: /CONFIRMED/ },
+  { name: 'a verdict whose stored record resolves merges', marks: verdicts({ review: 'r1', run: 'review-1' }), facts: { records: { r1: { kind: 'accepted' } } }, kind: 'merge', reason: /CONFIRMED/ },
+  { name: 'a verdict whose stored record does not hold is reviewed again', marks: verdicts({ review: 'r1', run: 'review-1' }), facts: { records: { r1: { kind: 'wait', reason: 'inputHashes changed' } } }, kind: 'review', reason: /stored record of review r1 does not hold: inputHashes changed/ },
+  { name: 'a verdict naming a record nobody checked is not taken', marks: verdicts({ review: 'r1', run: 'review-1' }), kind: 'review', reason: /stored record of review r1 was not checked/ },
+  { name: 'live bindings that cannot be read make a verdict wait', marks: verdicts({ review: 'r1' }), facts: { live: { problem: 'git exploded' } }, kind: 'wait', reason: /bindings of review r1 cannot be checked: git exploded/ },
+  { name: 'live bindings that cannot be read: a head without a verdict is still reviewed', facts: { live: { problem: 'git exploded' } }, kind: 'review', reason: /no verdict yet/ },
+  { name: 'reviews outdated by a config change do not count against the review cap', marks: verdicts({ review: 'r1', config: OTHER }, { review: 'r2', config: OTHER }, { review: 'r3', config: OTHER }), led: ledger(...['r1', 'r2', 'r3'].flatMap((id): LedgerRecord[] => [{ type: 'review-dispatched', id, head: HEAD, at: T1 }, { type: 'review-finished', id, head: HEAD, verdict: 'CONFIRMED', at: T1 }])), kind: 'review', reason: /config changed since review r3/ },
+  { name: 'reviews whose records never hold count against the review cap', marks: verdicts({ review: 'r1', run: 'x1' }, { review: 'r2', run: 'x2' }, { review: 'r3', run: 'x3' }), facts: { records: { r1: { kind: 'wait', reason: 'gone' }, r2: { kind: 'wait', reason: 'gone' }, r3: { kind: 'wait', reason: 'gone' } } }, led: ledger(...['r1', 'r2', 'r3'].flatMap((id): LedgerRecord[] => [{ type: 'review-dispatched', id, head: HEAD, at: T1 }, { type: 'review-finished', id, head: HEAD, verdict: 'CONFIRMED', at: T1 }])), kind: 'block', reason: /3 reviews of head .* without a verdict that holds .*last: the stored record of review r3/ },
+  // changes to what proofgate trusts
+  { name: 'a trust change with a pass waits for a maintainer', marks: confirmed(), facts: { touchesTrusted: ['.proofgate.yml'] }, kind: 'wait', reason: /^needs a maintainer's approval: touches \.proofgate\.yml/ },
+  { name: 'a long list of trusted paths is cut short', marks: confirmed(), facts: { touchesTrusted: ['a.mjs', 'b.mjs', 'c.mjs', 'd.mjs', 'e.mjs', 'f.mjs', 'g.mjs'] }, kind: 'wait', reason: /touches a\.mjs, b\.mjs, c\.mjs, d\.mjs, e\.mjs and 2 more/ },
+  { name: 'an approved trust change merges and says who approved it', marks: confirmed(), facts: { touchesTrusted: ['.proofgate.yml'], approval: { by: 'tess' } }, kind: 'merge', reason: /CONFIRMED .*trust change approved by tess/ },
+  { name: 'an approval does not replace the review', facts: { touchesTrusted: ['.proofgate.yml'], approval: { by: 'tess' } }, kind: 'review', reason: /no verdict yet/ },
+  { name: 'an approval does not outweigh a REFUTED verdict', marks: verdicts({ verdict: 'REFUTED', findings: 1 }), facts: { touchesTrusted: ['.proofgate.yml'], approval: { by: 'tess' } }, kind: 'repair', repair: 'fix-findings', reason: /REFUTED/ },
 ];
 
 describe('decideAutomerge', () => {
@@ -120,6 +148,7 @@ describe('decideAutomerge', () => {
       row.led ?? ledger(),
       { ...defaultAutomergePolicy, ...row.policy },
       row.marks ?? [],
+      facts(row.facts),
     );
     expect(decision.kind).toBe(row.kind);
     expect(decision.reason).toMatch(row.reason);
@@ -141,6 +170,7 @@ const arbVerdictSpec = fc.record({
   verdict: fc.constantFrom<'CONFIRMED' | 'REFUTED' | 'HOLD'>('CONFIRMED', 'REFUTED', 'HOLD'),
   findings: fc.integer({ min: 0, max: 3 }),
   review: fc.constantFrom<string | null>(null, 'r1', 'r2'),
+  config: fc.constantFrom(CONFIG, CONFIG, OTHER),
 });
 
 const arbCheck = fc.record({
@@ -164,7 +194,7 @@ const arbOutcome: fc.Arbitrary<LedgerRecord> = fc.oneof(
 );
 
 describe('decideAutomerge: properties', () => {
-  it('merge is only ever returned for the current head with a verified pass marker for that sha', () => {
+  it('merge is only ever returned for the current head with a verified pass marker for that sha under the live config', () => {
     const seen = new Map<string, number>();
     fc.assert(
       fc.property(
@@ -183,7 +213,7 @@ describe('decideAutomerge: properties', () => {
         (specs, checks, outcomes, drawn, tidy) => {
           // Half of the cases are tidied towards a mergeable change so that merges are frequent.
           const live = tidy ? { ...drawn, mergeable: 'MERGEABLE' as const, status: 'CLEAN' as const, draft: false, state: 'open' as const } : drawn;
-          const allSpecs = tidy ? [...specs, { head: live.head, verdict: 'CONFIRMED' as const, findings: 0, review: null }] : specs;
+          const allSpecs = tidy ? [...specs, { head: live.head, verdict: 'CONFIRMED' as const, findings: 0, review: null, config: CONFIG }] : specs;
           const liveChecks = tidy ? [check('build', { headSha: live.head })] : checks.map((c) => check(c.name, { headSha: c.head, status: c.status, conclusion: c.status === 'completed' ? c.conclusion : null }));
           const marks = allSpecs.length === 0 ? [] : verdicts(...allSpecs);
           const snap = snapshot({
@@ -194,11 +224,12 @@ describe('decideAutomerge: properties', () => {
             state: live.state,
             checks: liveChecks,
           });
-          const decision = decideAutomerge(snap, ledger(...outcomes), { ...defaultAutomergePolicy, requireUpToDate: live.requireUpToDate }, marks);
+          const decision = decideAutomerge(snap, ledger(...outcomes), { ...defaultAutomergePolicy, requireUpToDate: live.requireUpToDate }, marks, facts());
           seen.set(decision.kind, (seen.get(decision.kind) ?? 0) + 1);
           if (decision.kind === 'merge') {
             expect(decision.head).toBe(snap.head.sha);
-            const forHead = marks.filter((m) => m.fields.head === snap.head.sha && m.fields.change === snap.id);
+            // Only verdicts bound to the live config count: the latest of them is the pass.
+            const forHead = marks.filter((m) => m.fields.head === snap.head.sha && m.fields.change === snap.id && m.fields.config === CONFIG);
             expect(forHead.length).toBeGreaterThan(0);
             expect(forHead[forHead.length - 1]?.fields.verdict).toBe('CONFIRMED');
             expect(snap.state).toBe('open');

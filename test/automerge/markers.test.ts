@@ -17,11 +17,11 @@ const OPTIONS = { selfLogin: SELF, secret: SECRET, changeId: CHANGE };
 /** A marker line with arbitrary JSON, signed correctly over everything but `mac`. */
 function signedRaw(payload: Record<string, unknown>, secret = SECRET): string {
   const mac = createHmac('sha256', secret).update(canonicalJson(payload)).digest('hex');
-  return `<!-- proofgate:marker v2 ${canonicalJson({ ...payload, mac })} -->`;
+  return `<!-- proofgate:marker v3 ${canonicalJson({ ...payload, mac })} -->`;
 }
 
 function markerJson(body: string): Record<string, unknown> {
-  const match = /<!-- proofgate:marker v2 (\{.*\}) -->/.exec(body);
+  const match = /<!-- proofgate:marker v3 (\{.*\}) -->/.exec(body);
   if (match?.[1] === undefined) throw new Error('no marker');
   return JSON.parse(match[1]) as Record<string, unknown>;
 }
@@ -63,7 +63,7 @@ describe('markers: trusted', () => {
   it('marker text never contains the secret', () => {
     const c = verdictComment();
     expect(c.body).not.toContain(SECRET);
-    expect(c.body).toMatch(/^Review of a{40}: CONFIRMED\n\n<!-- proofgate:marker v2 \{.*\} -->\n$/);
+    expect(c.body).toMatch(/^Review of a{40}: CONFIRMED\n\n<!-- proofgate:marker v3 \{.*\} -->\n$/);
   });
 
   it('visibleText strips markers and normalizes line ends', () => {
@@ -77,6 +77,7 @@ describe('markers: rejected', () => {
   const { mac: _mac, ...unsigned } = payload;
   const { body: _body, ...withoutBody } = unsigned;
   const { at: _at, v: _v, ...withoutAtAndV } = unsigned;
+  const { diff: _diff, contract: _contract, config: _config, run: _run, ...withoutBindings } = unsigned;
   const withLine = (line: string): string => `Review\n\n${line}`;
   const forgedVerdict = genuine.body.replace('"verdict":"CONFIRMED"', '"verdict":"HOLD"').replace('CONFIRMED\n', 'HOLD\n');
 
@@ -88,10 +89,16 @@ describe('markers: rejected', () => {
     ['signed with another secret', () => comment(composeMarkedBody('Review', [verdictFields()], 'another-secret-0123456789')), 'bad-mac', {}],
     ['mac digit flipped', () => ({ ...genuine, body: genuine.body.replace(/"mac":"(.)/, (_m, d: string) => `"mac":"${d === '0' ? '1' : '0'}`) }), 'bad-mac', {}],
     ['signed without the body digest', () => comment(withLine(signedRaw(withoutBody))), 'malformed', {}],
-    ['JSON does not parse', () => comment(withLine('<!-- proofgate:marker v2 {"kind": -->')), 'malformed', {}],
-    ['version tag 3', () => comment(withLine(genuine.body.split('\n').find((l) => l.startsWith('<!--'))?.replace(' v2 ', ' v3 ') ?? '')), 'malformed', {}],
-    ['older v1 format, correctly signed', () => comment(withLine(signedRaw({ ...withoutAtAndV, v: 1 }).replace(' v2 ', ' v1 '))), 'malformed', {}],
-    ['v1 fields under the v2 tag, correctly signed', () => comment(withLine(signedRaw({ ...withoutAtAndV, v: 2 }))), 'malformed', {}],
+    ['JSON does not parse', () => comment(withLine('<!-- proofgate:marker v3 {"kind": -->')), 'malformed', {}],
+    ['version tag 4', () => comment(withLine(genuine.body.split('\n').find((l) => l.startsWith('<!--'))?.replace(' v3 ', ' v4 ') ?? '')), 'malformed', {}],
+    ['older v1 format, correctly signed', () => comment(withLine(signedRaw({ ...withoutAtAndV, v: 1 }).replace(' v3 ', ' v1 '))), 'malformed', {}],
+    ['v1 fields under the v3 tag, correctly signed', () => comment(withLine(signedRaw({ ...withoutAtAndV, v: 3 }))), 'malformed', {}],
+    ['older v2 format (no bindings), correctly signed', () => comment(withLine(signedRaw({ ...withoutBindings, v: 2 }).replace(' v3 ', ' v2 '))), 'malformed', {}],
+    ['v2 fields (no bindings) under the v3 tag, correctly signed', () => comment(withLine(signedRaw({ ...withoutBindings, v: 3 }))), 'malformed', {}],
+    ['config binding changed', () => ({ ...genuine, body: genuine.body.replace('"config":"sha256:3', '"config":"sha256:4') }), 'bad-mac', {}],
+    ['diff binding not a digest, correctly signed', () => comment(withLine(signedRaw({ ...unsigned, diff: 'abc' }))), 'malformed', {}],
+    ['config binding missing its prefix, correctly signed', () => comment(withLine(signedRaw({ ...unsigned, config: '3'.repeat(64) }))), 'malformed', {}],
+    ['review run id with a space, correctly signed', () => comment(withLine(signedRaw({ ...unsigned, run: 'run 1' }))), 'malformed', {}],
     ['verdict without a review id, correctly signed', () => comment(withLine(signedRaw({ ...unsigned, review: null }))), 'malformed', {}],
     ['verdict time not ISO UTC, correctly signed', () => comment(withLine(signedRaw({ ...unsigned, at: '2024-05-01 10:00' }))), 'malformed', {}],
     ['verdict time impossible, correctly signed', () => comment(withLine(signedRaw({ ...unsigned, at: '2024-13-45T10:00:00Z' }))), 'malformed', {}],
@@ -100,9 +107,9 @@ describe('markers: rejected', () => {
     ['extra field', () => comment(withLine(signedRaw({ ...unsigned, admin: true }))), 'malformed', {}],
     ['verdict not a known one', () => comment(withLine(signedRaw({ ...unsigned, verdict: 'PASS' }))), 'malformed', {}],
     ['negative findings', () => comment(withLine(signedRaw({ ...unsigned, findings: -1 }))), 'malformed', {}],
-    ['mac not hex', () => comment(withLine(`<!-- proofgate:marker v2 ${canonicalJson({ ...unsigned, mac: 'zz' })} -->`)), 'malformed', {}],
-    ['JSON is an array', () => comment(withLine('<!-- proofgate:marker v2 [1] -->')), 'malformed', {}],
-    ['marker spread over lines', () => comment(withLine(genuine.body.slice(genuine.body.indexOf('<!--')).replace(' v2 ', '\nv2 '))), 'malformed', {}],
+    ['mac not hex', () => comment(withLine(`<!-- proofgate:marker v3 ${canonicalJson({ ...unsigned, mac: 'zz' })} -->`)), 'malformed', {}],
+    ['JSON is an array', () => comment(withLine('<!-- proofgate:marker v3 [1] -->')), 'malformed', {}],
+    ['marker spread over lines', () => comment(withLine(genuine.body.slice(genuine.body.indexOf('<!--')).replace(' v3 ', '\nv3 '))), 'malformed', {}],
     ['visible text edited', () => ({ ...genuine, body: genuine.body.replace('Review of', 'Reviewed by a human:') }), 'edited', {}],
     ['marker copied into another proofgate comment', () => comment(`Status\n\n${genuine.body.slice(genuine.body.indexOf('<!--'))}`), 'edited', {}],
     ['copied onto another change', () => ({ ...genuine }), 'replayed', { changeId: '43' }],
@@ -118,7 +125,7 @@ describe('markers: rejected', () => {
   });
 
   it('a forged marker appended to a proofgate comment is rejected and the genuine one kept', () => {
-    const forged = `${genuine.body}\n<!-- proofgate:marker v2 ${canonicalJson({ ...payload, verdict: 'HOLD' })} -->`;
+    const forged = `${genuine.body}\n<!-- proofgate:marker v3 ${canonicalJson({ ...payload, verdict: 'HOLD' })} -->`;
     const { trusted, rejected } = readMarkers({ ...genuine, body: forged }, OPTIONS);
     expect(trusted.map((m) => m.fields)).toEqual([verdictFields()]);
     expect(rejected.map((r) => [r.reason, r.index])).toEqual([['bad-mac', 1]]);
@@ -221,11 +228,22 @@ describe('collectVerdicts: replayed markers', () => {
 });
 
 describe('readMarkers: hostile bodies', () => {
-  it('stays fast on a body full of unclosed marker openers', () => {
+  // What keeps a hostile body cheap is that the scan looks only a bounded distance past each opener for its
+  // `-->`: the work is then linear in the body's length. That bound is asserted as behaviour, not timed.
+  it('looks only a bounded distance past an opener for its end: a "-->" far away closes no marker', () => {
+    const near = `<!-- proofgate:marker v3 ${'x'.repeat(100)} -->`;
+    expect(readMarkers(comment(`text\n${near}`), OPTIONS).rejected.map((r) => r.reason)).toEqual(['malformed']);
+    // A real marker line is well under 1 KB; one whose end is 100 KB away is not a marker at all, and stays visible.
+    const far = `<!-- proofgate:marker v3 ${'x'.repeat(100_000)} -->`;
+    expect(readMarkers(comment(`text\n${far}`), OPTIONS)).toEqual({ trusted: [], rejected: [] });
+    expect(visibleText(`text\n${far}`)).toBe(`text\n${far}`);
+  });
+
+  it('a body full of unclosed marker openers holds no marker; one closer at its end makes one malformed marker, not thousands', () => {
     const body = '<!-- proofgate:marker v1 '.repeat(2600);
-    const started = performance.now();
-    const result = readMarkers(comment(body), OPTIONS);
-    expect(performance.now() - started).toBeLessThan(1000);
-    expect(result.trusted).toEqual([]);
+    expect(readMarkers(comment(body), OPTIONS)).toEqual({ trusted: [], rejected: [] });
+    const closed = readMarkers(comment(`${body}-->`), OPTIONS);
+    expect(closed.trusted).toEqual([]);
+    expect(closed.rejected.map((r) => r.reason)).toEqual(['malformed']);
   });
 });

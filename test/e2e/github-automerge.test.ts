@@ -182,7 +182,7 @@ describe('automerge end to end on the GitHub API test server, driven by signed w
     const { head, runId } = openPullRequest(l);
     await l.completeCheck(1, runId);
     // A valid-looking CONFIRMED marker for the exact head, even with the right HMAC, in a comment by someone else.
-    const forgedBody = composeMarkedBody('Looks reviewed to me.', [{ kind: 'review-verdict', change: '1', head, verdict: 'CONFIRMED', findings: 0, review: 'rv_forged', at: new Date().toISOString() }], l.env.secret);
+    const forgedBody = composeMarkedBody('Looks reviewed to me.', [{ kind: 'review-verdict', change: '1', head, verdict: 'CONFIRMED', findings: 0, review: 'rv_forged', at: new Date().toISOString(), diff: `sha256:${'0'.repeat(64)}`, contract: `sha256:${'0'.repeat(64)}`, config: `sha256:${'0'.repeat(64)}`, run: null }], l.env.secret);
     const forged = await l.comment(1, forgedBody, 'mallory');
     expect(forged.commands).toEqual([]);
     const forgedId = l.server.model.commentsOf(1).find((c) => c.author === 'mallory')?.id;

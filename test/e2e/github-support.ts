@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { systemClock } from '../../src/core/index.js';
-import { createGitHubForge, parseWebhookDelivery } from '../../src/forge/github/index.js';
+import { createGitHubForge, memoryDeliveryLedger, parseWebhookDelivery } from '../../src/forge/github/index.js';
 import {
   builtinRepair,
   AutomergeRouter,
@@ -95,6 +95,7 @@ export async function githubLoop(options: { onProgress?: (progress: LoopProgress
     owner: model.owner,
     repo: model.repo,
     selfLogin: SELF,
+    trustedBranch: model.defaultBranch,
     logger: pino({ level: 'silent' }),
     retry: { retries: 2, baseDelayMs: 1 },
     throttle: { secondMs: 1, writeIntervalMs: 0, notificationIntervalMs: 0, maxRetries: 2 },
@@ -122,8 +123,9 @@ export async function githubLoop(options: { onProgress?: (progress: LoopProgress
   const repoPayload = { ...repository, name: model.repo, full_name: `${model.owner}/${model.repo}`, owner: { ...(repository.owner as object), login: model.owner } };
 
   async function send(signed: SignedDelivery): Promise<RouteResult | null> {
-    const event = await parseWebhookDelivery({ headers: signed.headers, body: signed.body, secret: WEBHOOK_SECRET });
-    if (event.kind === 'ignored') throw new Error(`delivery ignored: ${event.reason}`);
+    // A fresh delivery ledger per send: these tests exercise the router's own redelivery handling (test/forge/github/webhooks.test.ts covers the ledger).
+    const event = await parseWebhookDelivery({ headers: signed.headers, body: signed.body, secret: WEBHOOK_SECRET, deliveries: memoryDeliveryLedger() });
+    if (event.kind === 'ignored' || event.kind === 'duplicate') throw new Error(`delivery ${event.kind}: ${event.reason}`);
     return router.handleEvent(event);
   }
 

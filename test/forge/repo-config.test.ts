@@ -16,7 +16,15 @@ function configError(text: string): string {
 
 describe('.proofgate.yml schema', () => {
   it('gives defaults for an empty file', () => {
-    expect(parseRepoConfigYaml('', SOURCE)).toEqual({ checks: [], maintainers: [], requireUpToDate: false });
+    expect(parseRepoConfigYaml('', SOURCE)).toEqual({ checks: [], maintainers: [], requireUpToDate: false, sandbox: 'jail' });
+  });
+
+  it('reads the jail policy and refuses a bad one', () => {
+    const config = parseRepoConfigYaml('sandbox: none\ncacheDir: /var/cache/ci\nlimits: { processes: 64 }\nchecks:\n  - { name: net, run: "true", network: true, git: true }\n', SOURCE);
+    expect(config).toMatchObject({ sandbox: 'none', cacheDir: '/var/cache/ci', limits: { processes: 64 }, checks: [{ network: true, git: true }] });
+    expect(() => parseRepoConfigYaml('sandbox: off\n', SOURCE)).toThrow(/sandbox/);
+    expect(() => parseRepoConfigYaml('cacheDir: cache\n', SOURCE)).toThrow(/cacheDir: must be an absolute path/);
+    expect(() => parseRepoConfigYaml('limits: { disk: 1 }\n', SOURCE)).toThrow(/unknown key limits.disk/);
   });
 
   it('reads a full configuration', () => {
@@ -48,8 +56,8 @@ describe('.proofgate.yml schema', () => {
     ].join('\n');
     const config = parseRepoConfigYaml(text, SOURCE);
     expect(config.checks).toEqual([
-      { name: 'lint', run: 'npm run lint', timeoutSeconds: 600 },
-      { name: 'test', run: ['npm', 'test'], timeoutSeconds: 120 },
+      { name: 'lint', run: 'npm run lint', timeoutSeconds: 600, network: false, git: false },
+      { name: 'test', run: ['npm', 'test'], timeoutSeconds: 120, network: false, git: false },
     ]);
     expect(config.requireUpToDate).toBe(true);
     expect(config.review?.mode).toBe('fresh-context');

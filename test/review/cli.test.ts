@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -101,6 +102,14 @@ describe('proofgate review (built CLI)', () => {
     const outcome = JSON.parse(out.stdout) as { lanes: { request_file: string; result_file: string }[] };
     const lane = outcome.lanes[0];
     if (!lane) throw new Error('no lane');
+    // The review removed its byte-exact diff copy when it ended: the request's inputs can no longer be checked...
+    const gone = runCli(['review', 'validate-result', lane.result_file, '--request', lane.request_file]);
+    expect(gone.stdout).toMatch(/^invalid: MUTABLE_INPUT: diff .*change\.diff cannot be read\n$/);
+    // ...until the exact bytes the request binds by digest are put back.
+    const request = JSON.parse(readFileSync(lane.request_file, 'utf8')) as { diff: { path: string } };
+    const mergeBase = execFileSync('git', ['-C', repo.dir, 'merge-base', 'main', 'tested'], { encoding: 'utf8' }).trim();
+    const diffArgs = ['diff', '--no-color', '--no-ext-diff', '--no-textconv', '--binary', '--full-index', '--no-renames', '--src-prefix=a/', '--dst-prefix=b/', mergeBase, 'tested'];
+    writeFileSync(request.diff.path, execFileSync('git', ['-C', repo.dir, ...diffArgs]));
     const ok = runCli(['review', 'validate-result', lane.result_file, '--request', lane.request_file]);
     expect(ok.stdout).toBe('valid\n');
     expect(ok.status).toBe(0);

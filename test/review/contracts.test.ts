@@ -1,6 +1,9 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { contractJsonSchemas, reviewLaneResultSchema, reviewRequestSchema } from '../../src/contracts/index.js';
+import { parseRepoConfigYaml } from '../../src/contracts/repo-config.js';
+import { configDigest, defaultAcceptanceContract, liveReviewBindings } from '../../src/review/index.js';
+import { makeRepo } from './repo-fixture.js';
 
 const schemasDir = new URL('../../schemas/', import.meta.url);
 
@@ -55,5 +58,42 @@ describe('review-lane-result.v1', () => {
     expect(reviewLaneResultSchema.safeParse({ ...base, evidence_path: '/e', disposition: 'CONFIRMED', failure: { class: 'transport', reason: 'x' } }).success).toBe(false);
     expect(reviewLaneResultSchema.safeParse({ ...base, evidence_path: '/e' }).success).toBe(false);
     expect(reviewLaneResultSchema.safeParse({ ...base, failure: { class: 'semantic', reason: 'x' } }).success).toBe(false);
+  });
+});
+
+describe('what a review binds stays put while the change and the rules do', () => {
+  it('the default acceptance contract names the merge base, never the base tip', () => {
+    const text = defaultAcceptanceContract('m'.repeat(40), 'h'.repeat(40), ['add a thing']);
+    expect(text).toContain(`Change: ${'m'.repeat(40)}..${'h'.repeat(40)} (the diff from the merge base to the head).`);
+    expect(text).toContain('- add a thing');
+  });
+
+  it('the config digest is of the parsed config: formatting does not change it, a setting does', () => {
+    const a = configDigest(parseRepoConfigYaml('requireUpToDate: false\nchecks: []\n', 'a'));
+    const b = configDigest(parseRepoConfigYaml('# same rules, other bytes\nchecks:   []\n', 'b'));
+    const c = configDigest(parseRepoConfigYaml('requireUpToDate: true\n', 'c'));
+    expect(a).toBe(b);
+    expect(c).not.toBe(a);
+  });
+
+  it('live bindings: an unrelated base commit changes nothing; a config change on the base changes only the config digest', async () => {
+    const repo = makeRepo();
+    try {
+      repo.commit({ '.proofgate.yml': 'requireUpToDate: false\n' }, 'config');
+      repo.branch('feature');
+      repo.commit({ 'src/extra.ts': 'export const x = 1;\n' }, 'extra');
+      repo.switchTo('main');
+      const first = await liveReviewBindings({ repoDir: repo.dir, base: 'main', head: 'feature' });
+      repo.commit({ 'NOTES.md': 'unrelated\n' }, 'unrelated');
+      const unrelated = await liveReviewBindings({ repoDir: repo.dir, base: 'main', head: 'feature' });
+      expect(unrelated).toEqual(first);
+      expect(first.paths).toEqual(['src/extra.ts']);
+      repo.commit({ '.proofgate.yml': 'requireUpToDate: true\n' }, 'stricter');
+      const stricter = await liveReviewBindings({ repoDir: repo.dir, base: 'main', head: 'feature' });
+      expect(stricter.config).not.toBe(first.config);
+      expect({ ...stricter, config: first.config }).toEqual(first);
+    } finally {
+      repo.remove();
+    }
   });
 });

@@ -8,16 +8,15 @@ import { runReview, type ReviewOutcome } from '../../src/review/index.js';
 import { makeRepo, sh, writeScript, type TestRepo } from './repo-fixture.js';
 
 // A command reviewer that does one thing to the repository it is reviewing, then answers CONFIRMED.
-// It finds the repository the way a hostile one would: its evidence dir lies under <repo>/.git/proofgate/.
+// It is told the repository's path (its last argument): a lane sees nothing of proofgate's data dir to find it by.
 const REVIEWER = `
 import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 const [mode, marker] = process.argv.slice(2);
 const request = JSON.parse(readFileSync(0, 'utf8'));
-let gitDir = process.env.PROOFGATE_EVIDENCE_DIR;
-while (!gitDir.endsWith('/.git')) gitDir = dirname(gitDir);
-const repo = dirname(gitDir);
+const repo = process.argv[process.argv.length - 1];
+const gitDir = join(repo, '.git');
 const git = (...args) => execFileSync('git', ['-C', repo, ...args], { encoding: 'utf8' }).trim();
 if (mode === 'plant') {
   git('config', '-f', join(gitDir, 'config'), 'core.fsmonitor', 'env > ' + marker + '; false #');
@@ -62,14 +61,15 @@ function freshRepo(): TestRepo {
 
 function configFor(args: string[]): string {
   const path = join(script.dir, `config-${Math.random().toString(16).slice(2)}.yml`);
-  writeFileSync(path, `review:\n  mode: fresh-context\n  lanes:\n    - id: probe\n      command: ${JSON.stringify([process.execPath, script.path, ...args])}\n`);
+  // Unjailed (`sandbox: none`): what the repository fingerprint detects when no jail contains the reviewer.
+  writeFileSync(path, `sandbox: none\nreview:\n  mode: fresh-context\n  lanes:\n    - id: probe\n      command: ${JSON.stringify([process.execPath, script.path, ...args])}\n`);
   return path;
 }
 
 async function review(repo: TestRepo, args: string[]): Promise<ReviewOutcome> {
   process.env.GITHUB_TOKEN = TOKEN;
   try {
-    return await runReview({ repoDir: repo.dir, base: 'main', head: 'feature', configFile: configFor(args) });
+    return await runReview({ repoDir: repo.dir, base: 'main', head: 'feature', configFile: configFor([...args, repo.dir]) });
   } finally {
     delete process.env.GITHUB_TOKEN;
   }

@@ -1,9 +1,37 @@
 import { expect, it } from 'vitest';
 import { createGraphExecutor, readRunEvents, type GraphNode } from '../../src/runtime/index.js';
+import type { EventStore, RunStorage } from '../../src/storage/index.js';
 import { dag, finalizer, node, policy, required, startRun } from './fixtures.js';
 import { describeEachStore } from './stores.js';
 
 const never = (): Promise<never> => new Promise(() => undefined);
+
+/** `storage` with its event store's reads counted: `readsAtLeast(n)` resolves once n reads have returned. */
+function countingReads(storage: RunStorage): { storage: RunStorage; reads(): number; readsAtLeast(n: number): Promise<void> } {
+  let reads = 0;
+  const waiting: Array<{ n: number; resolve: () => void }> = [];
+  const inner = storage.eventStore;
+  const eventStore: EventStore = {
+    append: (streamId, expectedRevision, events) => inner.append(streamId, expectedRevision, events),
+    async read(streamId, options) {
+      const events = await inner.read(streamId, options);
+      reads += 1;
+      for (const waiter of waiting.filter((w) => w.n <= reads)) {
+        waiting.splice(waiting.indexOf(waiter), 1);
+        waiter.resolve();
+      }
+      return events;
+    },
+    revision: (streamId) => inner.revision(streamId),
+    listStreams: (prefix) => inner.listStreams(prefix),
+    readAll: (options) => inner.readAll(options),
+  };
+  return {
+    storage: { record: storage.record, eventStore, artifactStore: storage.artifactStore, prepareJson: (value, where) => storage.prepareJson(value, where), close: () => storage.close() },
+    reads: () => reads,
+    readsAtLeast: (n) => (n <= reads ? Promise.resolve() : new Promise((resolve) => waiting.push({ n, resolve }))),
+  };
+}
 
 describeEachStore('graph executor', (newStore) => {
   it('runs a DAG to completion, recording dispatch, start and completion, and passes upstream results', async () => {
@@ -74,7 +102,8 @@ describeEachStore('graph executor', (newStore) => {
     const controller = new AbortController();
     const hanging = node(({ signal }) => new Promise((resolve) => {
       signal.addEventListener('abort', () => resolve('stopped'));
-      setTimeout(() => controller.abort(), 20);
+      // The attempt is running: abort the run now.
+      controller.abort();
     }));
     const first = await createGraphExecutor({ runId: 'r3', graph, storage, nodes: { a: hanging }, engines: [] });
     expect(await first.run(controller.signal)).toEqual({ kind: 'paused', reason: 'aborted', requests: [] });
@@ -90,9 +119,13 @@ describeEachStore('graph executor', (newStore) => {
     const graph = dag(['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'].map((id) => required(id)), [], { globalConcurrency: 3 });
     await startRun(one, 'r4', graph);
     const runs: string[] = [];
+    // Each attempt stays open until the next one starts (the last one, once every position has started), so every
+    // dispatch after the first races a live attempt.
+    const held: Array<() => void> = [];
     const work = (who: string) => node(async ({ input }) => {
       runs.push(`${input.position}`);
-      await new Promise((resolve) => setTimeout(resolve, 5));
+      for (const release of held.splice(0)) release();
+      if (runs.length < graph.definition.nodes.length) await new Promise<void>((resolve) => held.push(resolve));
       return who;
     });
     const nodesFor = (who: string) => Object.fromEntries(graph.definition.nodes.map((n) => [n.id, work(who)]));
@@ -146,9 +179,12 @@ describeEachStore('graph executor', (newStore) => {
       { id: 'live-d', type: 'dispatch-decided', data: { position: 'dag/a/1', nodeId: 'a', attempt: 1, executorId: 'exec_other' } },
       { id: 'live-s', type: 'attempt-started', data: { position: 'dag/a/1', nodeId: 'a', executorId: 'exec_other', restart: 0, inputDigest: `sha256:${'0'.repeat(64)}`, inputBytes: 2, leaseExpiresAt: new Date(Date.now() + 60_000).toISOString() } },
     ]);
-    const executor = await createGraphExecutor({ runId: 'r6', graph, storage, nodes: { a: node(() => 'mine', { retrySafe: true }) }, engines: [], pollMs: 5 });
+    const counted = countingReads(storage);
+    const executor = await createGraphExecutor({ runId: 'r6', graph, storage: counted.storage, nodes: { a: node(() => 'mine', { retrySafe: true }) }, engines: [], pollMs: 5 });
     const running = executor.run();
-    await new Promise((resolve) => setTimeout(resolve, 40));
+    // The executor has read the run three more times: it saw the live attempt and polled again, without starting its own.
+    await counted.readsAtLeast(counted.reads() + 3);
+    expect((await readRunEvents(storage.eventStore, 'r6')).filter((event) => event.type === 'attempt-started')).toHaveLength(1);
     await storage.eventStore.append('run/r6', 3, [
       { id: 'live-c', type: 'attempt-completed', data: { position: 'dag/a/1', nodeId: 'a', result: 'theirs', resultDigest: `sha256:${'1'.repeat(64)}`, outputBytes: 8, resolvedBy: 'executor' } },
     ]);

@@ -5,7 +5,7 @@ import {
   type AcceptedResultBinding, type ApprovalSubjectInput, type CallbackGateDefinition, type Sha256Digest, type WorkspaceAnchor,
 } from '../../src/runtime/index.js';
 import type { RunStorage } from '../../src/storage/index.js';
-import { sha256Digest } from '../../src/core/index.js';
+import { fixedClock, sha256Digest } from '../../src/core/index.js';
 import { dag, node, required, startRun, writePermission } from './fixtures.js';
 import { describeEachStore } from './stores.js';
 
@@ -107,13 +107,15 @@ describeEachStore('proof records and approvals', (newStore) => {
     };
     const request = createApprovalCallbackGate(definition, subject);
     expect(request.subjectDigest).toMatch(/^sha256:/);
-    const client = await createStoredCallbackClient(storage, 'ap', {});
+    // The client's clock moves only when the test moves it: a lease runs out because the test says so.
+    const clock = fixedClock(new Date().toISOString());
+    const client = await createStoredCallbackClient(storage, 'ap', { clock });
     await client.post(request, subject);
     await client.post(request, subject);
     expect((await client.listPending()).map((item) => item.requestId)).toEqual([request.requestId]);
     const first = await client.claim(request.requestId, 'alice', { leaseMs: 1 });
     expect(first.ok).toBe(true);
-    await new Promise((resolve) => setTimeout(resolve, 5));
+    clock.advance(5);
     const second = await client.claim(request.requestId, 'bob');
     expect(second.ok).toBe(true);
     expect(await client.claim(request.requestId, 'carol')).toEqual({ ok: false, reason: 'the request is claimed by bob' });

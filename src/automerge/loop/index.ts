@@ -10,6 +10,8 @@ export * from './workspace.js';
 export * from './policy.js';
 export * from './status.js';
 export * from './review-step.js';
+export * from './facts.js';
+export * from './approval.js';
 export * from './repair-step.js';
 export * from './merge-step.js';
 export * from './loop.js';

@@ -9,7 +9,7 @@
  */
 import type { Clock } from '../../core/index.js';
 import { systemClock } from '../../core/index.js';
-import { parseOutputUrl, type LocalForge } from '../../forge/local/index.js';
+import { checkDataDir, parseOutputUrl, type LocalForge } from '../../forge/local/index.js';
 import { REVIEW_RUNS_NAMESPACE } from '../../review/index.js';
 import { defaultStoragePolicy } from '../../storage/policy.js';
 import { createLocalRunStorage } from '../../storage/sqlite/index.js';
@@ -18,7 +18,7 @@ import { LedgerStore } from './ledger-store.js';
 import { builtinRepair } from './repair-module.js';
 import { panelReviewer } from './review-step.js';
 import { AutomergeRouter } from './router.js';
-import { loadOrCreateSecret } from './secret.js';
+import { SECRET_FILE, loadOrCreateSecret } from './secret.js';
 import type { AutomergeEnvironment, LoopProgress, RepairModule, Reviewer, WaitSettings } from './types.js';
 import { ChangeSignals } from './waits.js';
 import { repositoryWorkspace } from './workspace.js';
@@ -67,6 +67,7 @@ async function identityOf(forge: LocalForge): Promise<{ name: string; email: str
 
 export async function openLocalAutomerge(options: LocalAutomergeOptions): Promise<LocalAutomerge> {
   const { forge } = options;
+  checkDataDir(options.dataDir, [SECRET_FILE]);
   const storage = createLocalRunStorage({ directory: options.dataDir, namespace: AUTOMERGE_NAMESPACE, policy: defaultStoragePolicy });
   const reviewRuns = createLocalRunStorage({ directory: options.dataDir, namespace: REVIEW_RUNS_NAMESPACE, policy: defaultStoragePolicy });
   const clock = options.clock ?? systemClock;
@@ -77,6 +78,8 @@ export async function openLocalAutomerge(options: LocalAutomergeOptions): Promis
     secret: await loadOrCreateSecret(options.dataDir),
     workspace: repositoryWorkspace(forge.repo.root),
     reviewer: options.reviewer ?? panelReviewer({ dataDir: options.dataDir, storage: reviewRuns }),
+    reviewRuns,
+    approvals: storage,
     repair: options.repair === undefined ? builtinRepair : options.repair,
     signals,
     identity: await identityOf(forge),

@@ -9,12 +9,13 @@
 import { errorMessage, isProofgateError, newId } from '../../core/index.js';
 import type { RepoConfig } from '../../contracts/repo-config.js';
 import type { ChangeSnapshot } from '../../forge/port.js';
-import { decideAutomerge, type AutomergeDecision } from '../decide.js';
+import { decideAutomerge, type AutomergeDecision, type ReviewFacts } from '../decide.js';
 import { type AutomergeLedgerState } from '../ledger.js';
 import { collectVerdicts, type TrustedVerdict } from '../markers.js';
 import { renderStatusComment } from '../status-comment.js';
 import type { LoadedLedger } from './ledger-store.js';
 import { finishMerged, runMergeStep } from './merge-step.js';
+import { reviewFacts, type FactsCache } from './facts.js';
 import { gateDecision, policyFromConfig, trustedConfig, withoutCancelledRuns } from './policy.js';
 import { headBehindBase, runRepairStep } from './repair-step.js';
 import { runReviewStep } from './review-step.js';
@@ -60,6 +61,9 @@ export interface LoopOptions {
   readonly background?: (work: Promise<void>) => void;
 }
 
+/** Facts of a change that is no longer open (nothing is read: the decision is a stop). */
+const CLOSED_FACTS: ReviewFacts = { live: { problem: 'the change is not open' }, records: {}, touchesTrusted: [], approval: null };
+
 function latestVerdict(verdicts: readonly TrustedVerdict[], head: string): string | null {
   const forHead = verdicts.filter((v) => v.fields.head === head);
   const pick = forHead[forHead.length - 1] ?? verdicts[verdicts.length - 1];
@@ -84,6 +88,7 @@ export async function runAutomergeLoop(env: AutomergeEnvironment, changeId: stri
   let ended: LoopOutcomeKind | null = null;
   const seenRejected = new Set<string>();
   const configs = new Map<string, RepoConfig>();
+  const factsCache: FactsCache = new Map();
   let window: WaitWindow | null = null;
   let lastKey = '';
   const progress = (text: string): void => env.onProgress?.({ changeId, at: env.store.now(), text });
@@ -202,7 +207,9 @@ export async function runAutomergeLoop(env: AutomergeEnvironment, changeId: stri
       if (await runManual(it)) it = await read();
       const policy = policyFromConfig(it.config, env.forge.kind);
       const agentFix = it.config.automerge?.agentFix !== undefined;
-      const proposed = decideAutomerge(it.snapshot, it.state, policy, it.verdicts);
+      // The live bindings, stored records and approvals a verdict is judged against (read only while it can merge).
+      const facts = it.snapshot.state === 'open' ? await reviewFacts(env, it.snapshot, it.config, it.verdicts, factsCache) : CLOSED_FACTS;
+      const proposed = decideAutomerge(it.snapshot, it.state, policy, it.verdicts, facts);
       // Without an agent, failing checks can still be repaired by a rebase when the head is behind its base.
       const headBehind = proposed.kind === 'repair' && proposed.repair === 'fix-checks' && !agentFix && env.repair !== null ? await headBehindBase(env, it.snapshot) : false;
       const decision = gateDecision(proposed, it.state, { repair: env.repair !== null, agentFix, headBehindBase: headBehind });

@@ -6,10 +6,11 @@
  */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { errorMessage, newId } from '../../core/index.js';
+import { ProofgateError, errorMessage, isProofgateError, newId } from '../../core/index.js';
 import { gitEnvironment, safeGitArgs } from '../../host/index.js';
 import type { RepoConfig } from '../../contracts/repo-config.js';
 import type { ChangeSnapshot, PushRequest } from '../../forge/port.js';
+import { requireOwnHeadPush } from '../../forge/protection.js';
 import { summarizeChecks, type CheckPolicy } from '../checks.js';
 import type { RepairKind } from '../ledger.js';
 import type { StepEvent } from './ledger-store.js';
@@ -30,14 +31,21 @@ async function newCommits(repoDir: string, request: PushRequest, base: string): 
 }
 
 /**
- * How a repair publishes: the push intent is recorded first (a `repair-push`
- * step naming the new head and its commits, so a restarted job can tell a
- * push that landed from one that did not), then one compare-and-swap: the
- * workspace's `pushCommits` when it has one (a git push with lease to the
- * remote), else `forge.pushBranch`.
+ * How a repair publishes, the one place its pushes happen: the target must be
+ * the change's own head ref, which is not protected, under a change whose base
+ * is (else `PROTECTED_BRANCH`, nothing pushed or recorded); the push intent is
+ * recorded first (a `repair-push` step naming the new head and its commits, so
+ * a restarted job can tell a push that landed from one that did not), then one
+ * compare-and-swap from the head the repair started on: the workspace's
+ * `pushCommits` when it has one (a git push with lease to the remote), else
+ * `forge.pushBranch`.
  */
 function publisher(env: AutomergeEnvironment, snapshot: ChangeSnapshot, repairId: string, repoDir: string): (request: PushRequest) => Promise<void> {
   return async (request) => {
+    await requireOwnHeadPush(env.forge, snapshot, request.branch);
+    if (request.expectedOldSha !== snapshot.head.sha) {
+      throw new ProofgateError('HEAD_MOVED', `change ${snapshot.id}: a repair pushes over the head it started on (${snapshot.head.sha}), not ${request.expectedOldSha ?? '(absent)'}`, { changeId: snapshot.id });
+    }
     const commits = await newCommits(repoDir, request, snapshot.base.sha);
     await env.store.step(snapshot.id, 'repair-push', { repair: repairId, branch: request.branch, oldSha: request.expectedOldSha, newSha: request.newSha, commits });
     crashPoint('repair-committed');
@@ -141,6 +149,8 @@ export async function runRepairStep(
         onProgress: (line: string) => env.onProgress?.({ changeId, at: env.store.now(), text: `repair: ${line}` }),
       });
     } catch (error) {
+      // No working jail for the agent or the gate: the loop ends with that error (nothing was pushed).
+      if (isProofgateError(error, 'JAIL_UNAVAILABLE')) throw error;
       result = { kind: 'failed', reason: errorMessage(error), transient: false };
     }
   }

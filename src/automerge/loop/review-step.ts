@@ -6,7 +6,7 @@
  * result after the comment is written; a crash in between leaves a marker
  * that names the dispatch, so the review counts as answered.
  */
-import { errorMessage, newId } from '../../core/index.js';
+import { ProofgateError, errorMessage, isProofgateError, newId } from '../../core/index.js';
 import type { ReviewFinding } from '../../contracts/index.js';
 import type { ChangeSnapshot } from '../../forge/port.js';
 import { runReview, runReviewOnRuntime, type ReviewOptions } from '../../review/index.js';
@@ -46,7 +46,8 @@ export function panelReviewer(options: PanelReviewerOptions = {}): Reviewer {
   const { storage, ...reviewOptions } = options;
   return async ({ repoDir, snapshot, base, head }) => {
     const request = { ...reviewOptions, repoDir, base, head, subjectId: `change-${snapshot.id}` };
-    const outcome = storage === undefined ? await runReview(request) : (await runReviewOnRuntime({ ...request, storage })).outcome;
+    const onRuntime = storage === undefined ? null : await runReviewOnRuntime({ ...request, storage });
+    const outcome = onRuntime?.outcome ?? (await runReview(request));
     const findings: RepairFinding[] = [];
     for (const lane of outcome.lanes) {
       const result = lane.result;
@@ -54,7 +55,15 @@ export function panelReviewer(options: PanelReviewerOptions = {}): Reviewer {
         findings.push(...result.findings.map(toRepairFinding));
       }
     }
-    return { verdict: outcome.verdict, reasons: outcome.reasons, findings, reviewRef: outcome.review_id };
+    if (outcome.config_digest === null) throw new ProofgateError('INTERNAL', `review ${outcome.review_id} is not bound to a config digest`);
+    return {
+      verdict: outcome.verdict,
+      reasons: outcome.reasons,
+      findings,
+      reviewRef: outcome.review_id,
+      bindings: { diff: outcome.diff.sha256, contract: outcome.acceptance_contract.sha256, config: outcome.config_digest },
+      run: onRuntime?.runId ?? null,
+    };
   };
 }
 
@@ -80,7 +89,12 @@ export interface ReviewStepResult {
   readonly failure: string | null;
 }
 
-/** Review exactly `snapshot.head.sha`, write the signed verdict comment, and record both ends in the ledger. */
+/**
+ * Review exactly `snapshot.head.sha`, write the signed verdict comment (its
+ * marker binds the head and the review's diff, contract and config digests,
+ * and names the review run holding the stored record), and record both ends
+ * in the ledger.
+ */
 export async function runReviewStep(env: AutomergeEnvironment, snapshot: ChangeSnapshot, signal?: AbortSignal): Promise<ReviewStepResult> {
   const head = snapshot.head.sha;
   const reviewId = newId('rvw');
@@ -91,6 +105,8 @@ export async function runReviewStep(env: AutomergeEnvironment, snapshot: ChangeS
     const repoDir = await env.workspace.prepare(snapshot);
     result = await env.reviewer({ repoDir, snapshot, base: snapshot.base.sha, head, ...(signal === undefined ? {} : { signal }) });
   } catch (error) {
+    // No working jail: the lanes cannot run here at all; the loop ends with that error (no verdict, no retry).
+    if (isProofgateError(error, 'JAIL_UNAVAILABLE')) throw error;
     const failure = errorMessage(error);
     await env.store.step(changeId, 'review-failed', { review: reviewId, head, reason: failure });
     await env.store.record(changeId, { type: 'review-finished', id: reviewId, head, verdict: null, at: env.store.now() });
@@ -104,6 +120,10 @@ export async function runReviewStep(env: AutomergeEnvironment, snapshot: ChangeS
     findings: result.verdict === 'REFUTED' ? result.findings.length : 0,
     review: reviewId,
     at: env.store.now(),
+    diff: result.bindings.diff,
+    contract: result.bindings.contract,
+    config: result.bindings.config,
+    run: result.run,
   };
   crashPoint('review-verdict-decided');
   const body = composeMarkedBody(renderVerdictText(snapshot, head, result), [fields], env.secret);
@@ -115,6 +135,7 @@ export async function runReviewStep(env: AutomergeEnvironment, snapshot: ChangeS
     verdict: result.verdict,
     comment: comment.id,
     reviewRef: result.reviewRef,
+    run: result.run,
     findings: result.findings.map((finding) => ({ ...finding })),
   });
   await env.store.record(changeId, { type: 'review-finished', id: reviewId, head, verdict: result.verdict, at: env.store.now() });

@@ -12,7 +12,9 @@ import { commandText, parseCommands, type ParsedCommand } from '../commands.js';
 import { automergeActive, type AutomergeLedgerState, type SkipReason } from '../ledger.js';
 import { escapeText, renderStatusComment } from '../status-comment.js';
 import { authorizeCommand } from '../trust.js';
+import { approveChange } from './facts.js';
 import type { ChangeJobs, Dispatch } from './job.js';
+import { trustedConfig } from './policy.js';
 
 export interface RouteResult {
   readonly commands: readonly ParsedCommand[];
@@ -40,6 +42,7 @@ export const HELP_TEXT = [
   '- `/proofgate review`: review the current head again',
   '- `/proofgate rebase`: rebase the change onto its base',
   '- `/proofgate status`: refresh the status comment (while automerge is off: a short reply)',
+  '- `/proofgate approve [40-hex sha]`: approve the current head of a change that touches what proofgate trusts (maintainers only)',
   '- `@proofgate proof [scenario[,scenario...]] [40-hex sha]`: ask for behavioural proof',
 ].join('\n');
 
@@ -187,6 +190,22 @@ export class AutomergeRouter {
           } else {
             await env.forge.createComment(changeId, statusReply(snapshot.head.sha, state, comment.author));
           }
+          break;
+        }
+        case 'approve': {
+          const config = await trustedConfig(env.forge, snapshot);
+          const approved = await approveChange(env, snapshot, config, { login: comment.author, permission, commentId: comment.id }, command.sha);
+          const head = `\`${snapshot.head.sha.slice(0, 12)}\``;
+          if (approved.kind === 'refused') {
+            this.#progress(changeId, `approval by ${comment.author} not recorded: ${approved.reason}`);
+            await env.store.step(changeId, 'approval-refused', { comment: comment.id, actor: comment.author, reason: approved.reason });
+            await env.forge.createComment(changeId, `Approval by ${escapeText(comment.author)} not recorded: ${escapeText(approved.reason)}.`);
+            break;
+          }
+          await env.store.step(changeId, 'approval-recorded', { comment: comment.id, actor: comment.author, head: approved.head, paths: [...approved.paths] });
+          await env.forge.createComment(changeId, `${escapeText(comment.author)} approved head ${head} of this change, which touches ${escapeText(approved.paths.join(', '))}. A new head voids this approval.`);
+          const { state } = await env.store.load(changeId);
+          if (automergeActive(state) && state.merged === null) start();
           break;
         }
         case 'proof':

@@ -4,6 +4,7 @@
  * `labelPlan` is pure; `StatusWriter` performs the edits, one at a time per
  * change, and skips writes that would not change anything.
  */
+import { isProofgateError, type ErrorCode } from '../../core/index.js';
 import type { ChangeSnapshot, Forge, ForgeComment } from '../../forge/port.js';
 import type { AutomergeDecision } from '../decide.js';
 import type { MarkerSecret } from '../markers.js';
@@ -62,6 +63,9 @@ export function labelPlan(phase: LabelPhase, present: readonly string[]): LabelP
   };
 }
 
+/** How a forge refuses an edit of a comment that is not proofgate's (or is gone): write a fresh status comment instead. */
+const NOT_OURS: readonly ErrorCode[] = ['INVALID_INPUT', 'NOT_FOUND', 'FORGE_AUTH'];
+
 /** Serializes status writes per change and remembers what it last wrote. */
 export class StatusWriter {
   readonly #forge: Forge;
@@ -90,8 +94,11 @@ export class StatusWriter {
 
   /**
    * Write `body` into the change's status comment: edit the one this writer
-   * wrote last, else the one `snapshot.comments` holds (unless it already says
-   * exactly this), else create it.
+   * wrote last, else the one `snapshot.comments` holds (by proofgate's own
+   * login, compared case-insensitively, with a verified status marker; unless
+   * it already says exactly this), else create it. A found comment the forge
+   * refuses to let proofgate edit (a look-alike that is not proofgate's own)
+   * is left alone, and a fresh status comment is written instead.
    */
   writeComment(snapshot: Pick<ChangeSnapshot, 'id' | 'comments'>, body: string): Promise<ForgeComment | null> {
     return this.#serial(snapshot.id, async () => {
@@ -99,12 +106,17 @@ export class StatusWriter {
       const existing =
         known ?? findStatusComment(snapshot.comments, { selfLogin: this.#forge.selfLogin, secret: this.#secret, changeId: snapshot.id, intent: this.#intent });
       if (existing !== null && existing.body === body) return null;
-      let written: ForgeComment;
-      if (existing === null) {
+      let written: ForgeComment | null = null;
+      if (existing !== null) {
+        try {
+          written = await this.#forge.editComment(snapshot.id, existing.id, body);
+        } catch (error) {
+          if (!isProofgateError(error) || !NOT_OURS.includes(error.code)) throw error;
+        }
+      }
+      if (written === null) {
         written = await this.#forge.createComment(snapshot.id, body);
         crashPoint('status-comment-created');
-      } else {
-        written = await this.#forge.editComment(snapshot.id, existing.id, body);
       }
       this.#written.set(snapshot.id, written);
       return written;

@@ -6,8 +6,9 @@
 import type { Clock } from '../../core/index.js';
 import type { RepoConfig } from '../../contracts/repo-config.js';
 import type { ChangeSnapshot, Forge } from '../../forge/port.js';
+import type { RunStorage } from '../../storage/policy-types.js';
 import type { RepairConfig, RepairContext, RepairFinding, RepairOutcome } from '../repair/index.js';
-import type { MarkerSecret, Verdict } from '../markers.js';
+import type { MarkerSecret, Verdict, VerdictBindings } from '../markers.js';
 import type { LedgerStore } from './ledger-store.js';
 import type { ChangeSignals } from './waits.js';
 import type { Workspace } from './workspace.js';
@@ -28,6 +29,10 @@ export interface ReviewResult {
   readonly findings: readonly RepairFinding[];
   /** The review's own id (its directory name or run id). */
   readonly reviewRef: string;
+  /** What the review was judged on (its diff, contract and trusted-config digests): the verdict marker signs them. */
+  readonly bindings: VerdictBindings;
+  /** The review run whose accepted-result record holds the verdict (in `reviewRuns`), or null when none is kept. */
+  readonly run: string | null;
 }
 
 /** Runs the review panel on exactly `head` of `repoDir` against `base`. */
@@ -79,4 +84,12 @@ export interface AutomergeEnvironment {
   readonly onProgress?: (progress: LoopProgress) => void;
   /** Status comment family (default `automerge`). */
   readonly intent?: string;
+  /**
+   * The run store the reviewer keeps its review runs in: a verdict that names
+   * a run is taken only while that run's accepted-result record resolves
+   * against the live bindings here (absent: such a verdict is never taken).
+   */
+  readonly reviewRuns?: RunStorage;
+  /** The run store maintainers' approvals of trust changes are recorded in (absent: none can be given). */
+  readonly approvals?: RunStorage;
 }

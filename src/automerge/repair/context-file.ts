@@ -30,6 +30,12 @@ export interface AgentWorktreeFacts {
   readonly mustDescendFrom: string;
 }
 
+function worktreeRule(facts: AgentWorktreeFacts): string {
+  return facts.mustDescendFrom === facts.startSha
+    ? 'The tree is worktree.startSha; the result is committed on top of it.'
+    : 'The rebase onto the base stopped at a conflict: the files hold git\'s merge of the base into the head, with conflict markers. Resolve them; the result is committed as a merge of the base into the head.';
+}
+
 export function buildAgentContext(context: RepairContext, facts: AgentWorktreeFacts, redact: (text: string) => string): unknown {
   const { snapshot } = context;
   return {
@@ -66,8 +72,9 @@ export function buildAgentContext(context: RepairContext, facts: AgentWorktreeFa
       line: finding.line ?? null,
     })),
     rules: [
-      'Edit the files in the current directory (a disposable worktree) so the failing checks pass and the findings are addressed.',
-      'Commit or leave the changes uncommitted; do not push, and do not check out a branch.',
+      'Edit the files in the current directory (an exported tree, no git repository) so the failing checks pass and the findings are addressed.',
+      worktreeRule(facts),
+      'Only file edits count: proofgate commits them itself. Anything under .git, symlinks pointing outside the tree and special files are left out.',
       'Exit 0 when done; a nonzero exit discards everything. A gate command must pass before anything is published.',
     ],
   };

@@ -38,3 +38,14 @@ export function identityEnvironment(identity: { readonly name: string; readonly 
   }
   return env;
 }
+
+/**
+ * A commit on no ref whose tree is git's merge of `base` into `head`
+ * (`merge-tree --write-tree`), conflicted files holding conflict markers:
+ * what an agent resolving a rebase conflict starts from.
+ */
+export async function mergeWithMarkers(dir: string, head: string, base: string, identity: { readonly name: string; readonly email: string }): Promise<string> {
+  const merged = await repairGit(dir, ['merge-tree', '--write-tree', '--no-messages', head, base], { okExitCodes: [1] });
+  const tree = merged.stdout.toString('utf8').split('\n')[0]?.trim() ?? '';
+  return repairGitText(dir, ['commit-tree', tree, '-p', head, '-F', '-'], { input: 'proofgate: the base merged into the head, conflicts marked\n', env: identityEnvironment(identity) });
+}

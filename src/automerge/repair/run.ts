@@ -3,17 +3,18 @@ import { runAgentFix } from './agent-fix.js';
 import { validateRepairConfig } from './config.js';
 import { buildAgentContext, makeRedactor } from './context-file.js';
 import { runGate } from './gate.js';
-import { hasCommit, isAncestor, repairGit } from './git.js';
+import { hasCommit, isAncestor, mergeWithMarkers, repairGit, repairGitText } from './git.js';
 import { replayOnto, type ReplayResult, type ResolvedFile } from './rebase.js';
 import type { RepairContext, RepairOutcome } from './types.js';
-import { openWorkspace, type Workspace } from './workspace.js';
+import { openWorkspace } from './workspace.js';
 
 /**
- * One repair of one change, start to end: check the inputs, open a disposable
- * worktree at the exact head, rebase onto the base when the head is behind
- * (mechanical resolvers only), run the agent-fix command and the gate when the
- * repair calls for them, and publish the result with ONE compare-and-swap push
- * of the change's head branch. The worktree is removed in every case.
+ * One repair of one change, start to end: check the inputs, rebase onto the
+ * base in a disposable worktree when the head is behind (mechanical resolvers
+ * only; the worktree is removed before anything untrusted runs), run the
+ * agent-fix command and the gate, each jailed on an export of the exact
+ * commit, when the repair calls for them, and publish the result with ONE
+ * compare-and-swap push of the change's head branch.
  */
 
 const SHA = /^[0-9a-f]{40}([0-9a-f]{24})?$/;
@@ -77,22 +78,23 @@ class RepairRun {
         return noChange(`no agent-fix command is configured (automerge.agentFix) to ${repair === 'fix-checks' ? 'fix the failing checks' : 'address the findings'}`);
       }
     }
-    const ws = await openWorkspace(repoDir, this.#head);
-    try {
-      this.#progress(`worktree at ${short(this.#head)} (${snapshot.head.ref})`);
-      return await this.#repairIn(ws, behind);
-    } finally {
-      await ws.dispose();
-    }
-  }
-
-  async #repairIn(ws: Workspace, behind: boolean): Promise<RepairOutcome> {
-    const { config, repair, snapshot } = this.#context;
     let replay: ReplayResult | null = null;
     if (behind) {
-      replay = await replayOnto(ws, { base: this.#base, head: this.#head, identity: this.#context.identity, signal: this.#context.signal, onProgress: (line) => this.#progress(line) });
+      // The replay is proofgate's own git work: a disposable worktree, removed before anything untrusted runs.
+      const ws = await openWorkspace(repoDir, this.#head);
+      try {
+        this.#progress(`worktree at ${short(this.#head)} (${snapshot.head.ref})`);
+        replay = await replayOnto(ws, { base: this.#base, head: this.#head, identity: this.#context.identity, signal: this.#context.signal, onProgress: (line) => this.#progress(line) });
+      } finally {
+        await ws.dispose();
+      }
       if (replay.kind === 'replayed' && replay.commits.length === 0) return noChange(`every commit of the change is already in ${snapshot.base.ref} (${short(this.#base)})`);
     }
+    return this.#repairAfter(replay);
+  }
+
+  async #repairAfter(replay: ReplayResult | null): Promise<RepairOutcome> {
+    const { config, repair, snapshot, repoDir } = this.#context;
     const replayed = replay?.kind === 'replayed' ? replay : null;
     const conflict = replay?.kind === 'conflict' ? replay : null;
     const resolutions = replayed?.resolved ?? [];
@@ -100,26 +102,33 @@ class RepairRun {
     const stopped = () => noChange(this.#redact(`rebase onto ${snapshot.base.ref} (${short(this.#base)}) stopped at ${short(conflict?.commit ?? '')}: ${conflict?.reason ?? ''}`), conflict?.paths ?? []);
 
     if (repair === 'rebase') {
-      if (replayed !== null) return this.#publish(ws, replayed.tip, 'rebase', resolutions, false);
+      if (replayed !== null) return this.#publish(replayed.tip, 'rebase', resolutions, false);
       if (this.#context.agentFixConflicts !== true || config.agentFix === null || config.gate === null) return stopped();
     }
     if (config.agentFix === null) {
       // fix-checks without an agent: the rebase alone is the repair.
       if (replayed === null) return stopped();
-      return this.#gateThenPublish(ws, replayed.tip, 'rebase', resolutions);
+      return this.#gateThenPublish(replayed.tip, 'rebase', resolutions);
     }
-    // The agent starts from the rebased tip, or from the exact head when the rebase could not finish.
+    // The agent starts from the rebased tip, or from the exact head when the rebase could not finish. A conflict
+    // handed over by a rebase becomes a merge of the base into the head: the agent gets git's merge of the two,
+    // conflict markers included, and its result is committed with both as parents.
     const start = replayed?.tip ?? this.#head;
-    if (conflict !== null) await ws.resetTo(this.#head);
-    const mustDescendFrom = repair === 'rebase' ? this.#base : start;
+    const merging = repair === 'rebase';
+    const mustDescendFrom = merging ? this.#base : start;
+    const treeOf = merging ? await mergeWithMarkers(repoDir, this.#head, this.#base, this.#context.identity) : start;
     this.#progress(`agent-fix: ${config.agentFix.command.join(' ')} (limit ${config.agentFix.timeoutSeconds}s)`);
     const agent = await runAgentFix({
-      ws,
+      repoDir,
       command: config.agentFix.command,
       timeoutSeconds: config.agentFix.timeoutSeconds,
       maxOutputBytes: config.maxOutputBytes,
-      start,
-      mustDescendFrom,
+      sandbox: config.sandbox ?? 'jail',
+      cacheDir: config.cacheDir,
+      network: config.agentFix.network === true,
+      passEnv: config.agentFix.env ?? [],
+      treeOf,
+      parents: merging ? [this.#head, this.#base] : [start],
       context: buildAgentContext(this.#context, { startSha: start, rebasedOnto: replayed === null ? null : this.#base, rebaseConflict: conflict, mustDescendFrom }, this.#redact),
       env: {
         PROOFGATE_REPAIR_KIND: repair,
@@ -134,45 +143,48 @@ class RepairRun {
       signal: this.#context.signal,
     });
     if (agent.kind === 'failed') return failed(agent.reason, agent.transient);
+    for (const refused of agent.refused) this.#progress(this.#redact(`agent-fix result: left out ${JSON.stringify(refused.path)}: ${refused.reason}`));
     if (agent.kind === 'unchanged') {
       // Review findings are about the change's content: a rebase alone does not answer them.
       if (replayed === null || repair === 'fix-findings') return noChange('agent-fix made no change');
       this.#progress('agent-fix made no change; the rebase alone is the repair');
-      return this.#gateThenPublish(ws, replayed.tip, 'rebase', resolutions);
+      return this.#gateThenPublish(replayed.tip, 'rebase', resolutions);
     }
-    this.#progress(`agent-fix made ${agent.commits.length} commit${agent.commits.length === 1 ? '' : 's'}`);
-    const emptied = await repairGit(ws.dir, ['diff', '--quiet', this.#base, agent.tip], { okExitCodes: [1] });
+    this.#progress(`agent-fix changed files${agent.sandbox === 'none' ? ' (ran unjailed: sandbox: none)' : ''}; proofgate committed them as ${short(agent.tip)}`);
+    const emptied = await repairGit(repoDir, ['diff', '--quiet', '--no-ext-diff', '--no-textconv', this.#base, agent.tip], { okExitCodes: [1] });
     if (emptied.exitCode === 0) return failed(`after agent-fix the change has no difference from ${snapshot.base.ref}; nothing pushed`, false);
-    return this.#gateThenPublish(ws, agent.tip, 'agent-fix', resolutions);
+    return this.#gateThenPublish(agent.tip, 'agent-fix', resolutions);
   }
 
-  async #gateThenPublish(ws: Workspace, tip: string, method: 'rebase' | 'agent-fix', resolutions: readonly ResolvedFile[]): Promise<RepairOutcome> {
+  async #gateThenPublish(tip: string, method: 'rebase' | 'agent-fix', resolutions: readonly ResolvedFile[]): Promise<RepairOutcome> {
     const { config } = this.#context;
-    if (config.gate === null) return this.#publish(ws, tip, method, resolutions, false);
-    if ((await ws.head()) !== tip) await ws.resetTo(tip);
+    if (config.gate === null) return this.#publish(tip, method, resolutions, false);
     this.#progress(`gate: ${config.gate.join(' ')} (limit ${config.timeoutSeconds}s)`);
     const gate = await runGate({
-      ws,
+      repoDir: this.#context.repoDir,
+      sha: tip,
       command: config.gate,
       timeoutSeconds: config.timeoutSeconds,
       maxOutputBytes: config.maxOutputBytes,
+      sandbox: config.sandbox ?? 'jail',
+      cacheDir: config.cacheDir,
       env: { CI: 'true', PROOFGATE_REPAIR_KIND: this.#context.repair, PROOFGATE_HEAD_SHA: tip },
       redact: this.#redact,
       signal: this.#context.signal,
     });
     if (!gate.passed) return failed(`${gate.reason}; nothing pushed`, gate.transient);
-    this.#progress(`gate passed in ${(gate.durationMs / 1000).toFixed(1)}s`);
-    return this.#publish(ws, tip, method, resolutions, true);
+    this.#progress(`gate passed in ${(gate.durationMs / 1000).toFixed(1)}s${gate.sandbox === 'none' ? ' (ran unjailed: sandbox: none)' : ''}`);
+    return this.#publish(tip, method, resolutions, true);
   }
 
-  async #publish(ws: Workspace, tip: string, method: 'rebase' | 'agent-fix', resolutions: readonly ResolvedFile[], gated: boolean): Promise<RepairOutcome> {
+  async #publish(tip: string, method: 'rebase' | 'agent-fix', resolutions: readonly ResolvedFile[], gated: boolean): Promise<RepairOutcome> {
     const { forge, snapshot } = this.#context;
     // Publishing is one compare-and-swap: `pushCommits` when the caller gives one (it carries the objects), else the forge's ref move.
     // The hard per-call guard: whatever the path, one runRepair call pushes at most once.
     if (this.#pushes > 0) throw new ProofgateError('INTERNAL', 'a repair call pushes at most once');
     if (this.#context.signal?.aborted === true) return failed('the repair was aborted before the push; nothing pushed', true);
     this.#pushes += 1;
-    const listing = await ws.text(['rev-list', '--reverse', tip, `^${this.#head}`, `^${this.#base}`]);
+    const listing = await repairGitText(this.#context.repoDir, ['rev-list', '--reverse', tip, `^${this.#head}`, `^${this.#base}`]);
     const commits = listing.split('\n').filter((line) => line !== '');
     try {
       const request = { branch: snapshot.head.ref, newSha: tip, expectedOldSha: this.#head };
@@ -189,14 +201,19 @@ class RepairRun {
   }
 }
 
-/** Repair one change as decided; see docs/automerge.md, section "Repair". */
+/**
+ * Repair one change as decided; see docs/automerge.md, section "Repair".
+ * Throws JAIL_UNAVAILABLE when the agent or the gate must run jailed and the
+ * jail does not work here (nothing pushed); other errors are a `failed` outcome.
+ */
 export async function runRepair(context: RepairContext): Promise<RepairOutcome> {
   validateContext(context);
   try {
     return await new RepairRun(context).execute();
   } catch (error) {
     if (isProofgateError(error, 'ABORTED')) return failed('the repair was aborted; nothing pushed', true);
-    if (isProofgateError(error, 'INTERNAL')) throw error;
+    // No working jail is the machine's problem, not this repair's: it stops the caller with that one error.
+    if (isProofgateError(error, 'INTERNAL') || isProofgateError(error, 'JAIL_UNAVAILABLE')) throw error;
     return failed(makeRedactor(context.knownSecrets)(`repair failed: ${errorMessage(error)}`), false);
   }
 }

@@ -1,20 +1,20 @@
-import { mkdir, mkdtemp, realpath, rm } from 'node:fs/promises';
+import { mkdtemp, realpath, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { repairGit, repairGitText, type RepairGitOptions, type RepairGitResult } from './git.js';
 
 /**
  * A disposable worktree of the user's repository, detached at one exact
- * commit, in a fresh temporary directory. The user's own work tree, index and
- * HEAD are never touched, and no branch is created: the worktree is detached.
+ * commit, in a fresh temporary directory: where proofgate replays a change
+ * onto its base (rebase.ts). No untrusted command ever runs in it. The
+ * user's own work tree, index and HEAD are never touched, and no branch is
+ * created: the worktree is detached.
  * `dispose()` removes the worktree and its directory; it never throws, so it
  * can run in a `finally` after any failure.
  */
 export interface Workspace {
   /** The worktree's top directory. */
   readonly dir: string;
-  /** A private directory next to the worktree (for the context file); removed with it. */
-  readonly scratch: string;
   git(args: readonly string[], options?: RepairGitOptions): Promise<RepairGitResult>;
   text(args: readonly string[], options?: RepairGitOptions): Promise<string>;
   /** The commit the worktree's HEAD points to. */
@@ -27,7 +27,6 @@ export interface Workspace {
 export async function openWorkspace(repoDir: string, sha: string): Promise<Workspace> {
   const root = await realpath(await mkdtemp(join(tmpdir(), 'proofgate-repair-')));
   const dir = join(root, 'tree');
-  const scratch = join(root, 'scratch');
   let added = false;
   const dispose = async (): Promise<void> => {
     if (added) {
@@ -40,7 +39,6 @@ export async function openWorkspace(repoDir: string, sha: string): Promise<Works
     }
   };
   try {
-    await mkdir(scratch, { mode: 0o700 });
     await repairGit(repoDir, ['worktree', 'add', '--detach', '--quiet', dir, sha]);
     added = true;
   } catch (error) {
@@ -51,7 +49,6 @@ export async function openWorkspace(repoDir: string, sha: string): Promise<Works
   const text = (args: readonly string[], options?: RepairGitOptions) => repairGitText(dir, args, options);
   return {
     dir,
-    scratch,
     git,
     text,
     head: () => text(['rev-parse', '--verify', 'HEAD^{commit}']),

@@ -7,6 +7,7 @@ import type { ChangeSnapshot, ForgeComment } from '../../forge/port.js';
 import { ProofgateError } from '../../core/index.js';
 import { resolveDataDir } from '../data-dir.js';
 import { emit, setExitStatus, usageError } from '../io.js';
+import { untrustedText } from '../untrusted-text.js';
 
 /** Exit status per loop outcome: 0 merged, 3 blocked, 4 still waiting, 5 stopped or interrupted. */
 export const AUTOMERGE_EXIT: Record<LoopOutcome['kind'], number> = { merged: 0, blocked: 3, waiting: 4, stopped: 5, interrupted: 5 };
@@ -17,20 +18,20 @@ interface AutomergeFlags {
   json?: boolean;
 }
 
-/** One progress line for a terminal. */
+/** One progress line for a terminal (its text may quote comments, authors and reasons: shown escaped). */
 export function progressLine(progress: LoopProgress): string {
-  return `[change ${progress.changeId}] ${progress.text}`;
+  return `[change ${untrustedText(progress.changeId)}] ${untrustedText(progress.text)}`;
 }
 
 /** The human summary of an outcome. */
 export function renderOutcome(outcome: LoopOutcome): string {
   const head = outcome.head === null ? '' : ` head ${outcome.head.slice(0, 12)}`;
   const repairs = `${outcome.repairs} repair${outcome.repairs === 1 ? '' : 's'}`;
-  const verdict = outcome.verdict ?? 'no verdict';
+  const verdict = untrustedText(outcome.verdict ?? 'no verdict');
   if (outcome.kind === 'merged') {
     return `change ${outcome.changeId}: merged${head} as ${outcome.mergeCommit ?? '?'} (${verdict}, ${repairs})`;
   }
-  return `change ${outcome.changeId}: ${outcome.kind}${head} (${verdict}, ${repairs}): ${outcome.reason}`;
+  return `change ${outcome.changeId}: ${outcome.kind}${head} (${verdict}, ${repairs}): ${untrustedText(outcome.reason)}`;
 }
 
 export function outcomeJson(outcome: LoopOutcome) {
@@ -66,7 +67,7 @@ export async function routeLocalComment(forge: LocalForge, dataDir: string, chan
     if (routed.dispatch === null) return { kind: 'none' };
     const result = await routed.dispatch.done;
     if (result.kind !== 'ran') {
-      process.stderr.write(`proofgate: change ${changeId} is being automerged by ${result.holder.owner}; it will see this command\n`);
+      process.stderr.write(`proofgate: change ${changeId} is being automerged by ${untrustedText(result.holder.owner)}; it will see this command\n`);
       return { kind: 'held-elsewhere', holder: result.holder.owner, until: result.holder.until };
     }
     return { kind: 'ran', outcome: result.outcome };

@@ -4,6 +4,7 @@ import { GitRepository, defaultLocalDataDir, openLocalForge, type ChangeRecord, 
 import { resolveDataDir } from '../data-dir.js';
 import { AUTOMERGE_EXIT, outcomeJson, renderOutcome, routeLocalComment, type RoutedComment } from './automerge.js';
 import { emit, setExitStatus, usageError } from '../io.js';
+import { untrustedText } from '../untrusted-text.js';
 
 /** `--repo` / `--data`, shared by every local-forge command. */
 export interface LocalForgeFlags {
@@ -32,19 +33,22 @@ export async function withLocalForge<T>(flags: LocalForgeFlags, action: (forge: 
 
 const short = (sha: string): string => sha.slice(0, 12);
 
+/** Each line of a comment body is shown after this, below its `[id] author at time:` line. */
+const COMMENT_BODY = { prefix: '    | ' } as const;
+
 function renderSnapshot(snapshot: ChangeSnapshot): string {
   const lines = [
-    `change ${snapshot.id}: ${snapshot.title}`,
+    `change ${snapshot.id}: ${untrustedText(snapshot.title)}`,
     `state      ${snapshot.state}${snapshot.mergeCommitSha === null ? '' : ` (merge commit ${snapshot.mergeCommitSha})`}`,
-    `base       ${snapshot.base.ref} ${snapshot.base.sha}`,
-    `head       ${snapshot.head.ref} ${snapshot.head.sha}`,
-    `author     ${snapshot.author.login} (${snapshot.author.permission})`,
+    `base       ${untrustedText(snapshot.base.ref)} ${snapshot.base.sha}`,
+    `head       ${untrustedText(snapshot.head.ref)} ${snapshot.head.sha}`,
+    `author     ${untrustedText(snapshot.author.login)} (${snapshot.author.permission})`,
     `mergeable  ${snapshot.mergeable} / ${snapshot.mergeStateStatus}`,
-    `labels     ${snapshot.labels.length === 0 ? '-' : snapshot.labels.join(', ')}`,
+    `labels     ${snapshot.labels.length === 0 ? '-' : snapshot.labels.map((label) => untrustedText(label)).join(', ')}`,
     `checks     ${snapshot.checks.length === 0 ? '-' : ''}`,
-    ...snapshot.checks.map((check) => `  ${check.name}: ${check.status}${check.conclusion === null ? '' : ` ${check.conclusion}`}`),
+    ...snapshot.checks.map((check) => `  ${untrustedText(check.name)}: ${check.status}${check.conclusion === null ? '' : ` ${check.conclusion}`}`),
     `comments   ${snapshot.comments.length === 0 ? '-' : ''}`,
-    ...snapshot.comments.map((comment) => `  [${comment.id}] ${comment.author} at ${comment.updatedAt}:\n    ${comment.body.split('\n').join('\n    ')}`),
+    ...snapshot.comments.flatMap((comment) => [`  [${untrustedText(comment.id)}] ${untrustedText(comment.author)} at ${untrustedText(comment.updatedAt)}:`, ...untrustedText(comment.body, COMMENT_BODY).split('\n')]),
   ];
   return lines.map((line) => line.trimEnd()).join('\n');
 }
@@ -64,7 +68,7 @@ function listEntry(record: ChangeRecord) {
 }
 
 function renderComment(changeId: string, comment: ForgeComment): string {
-  return `comment ${comment.id} on change ${changeId} by ${comment.author}`;
+  return `comment ${untrustedText(comment.id)} on change ${untrustedText(changeId)} by ${untrustedText(comment.author)}`;
 }
 
 function nonEmpty(value: string, what: string): string {
@@ -74,23 +78,26 @@ function nonEmpty(value: string, what: string): string {
 
 const STATES = ['open', 'closed', 'merged', 'all'] as const;
 
+const AS_HELP = 'author login (default: the local git identity, user.name); never proofgate\'s own, in any letter case (RESERVED_IDENTITY)';
+
 export function registerChangeCommands(program: Command): void {
   const change = program.command('change').description('changes of the local forge: a head branch proposed into a base branch');
 
   addLocalForgeOptions(
     change
       .command('open')
-      .description('register a change: --head BRANCH proposed into --base BRANCH')
-      .requiredOption('--head <branch>', 'the branch with the work')
-      .option('--base <branch>', 'the branch to merge into', 'main')
+      .description('register a change: --head BRANCH proposed into --base BRANCH (a protected branch)')
+      .requiredOption('--head <branch>', 'the branch with the work (never a protected branch)')
+      .option('--base <branch>', 'the protected branch to merge into (default: the trusted branch, see `proofgate config trusted-branch`)')
       .option('--title <text>', 'title (default: the subject of the head commit)')
-      .option('--as <login>', 'author login (default: the local git identity, user.name)')
-      .option('--json', 'print the snapshot as JSON'),
-  ).action(async (flags: LocalForgeFlags & { head: string; base: string; title?: string; as?: string }) => {
-    const snapshot = await withLocalForge(flags, (forge) =>
-      forge.openChange({ head: nonEmpty(flags.head, '--head'), base: nonEmpty(flags.base, '--base'), title: flags.title, author: flags.as }),
+      .option('--as <login>', AS_HELP)
+      .option('--json', 'print the snapshot as JSON')
+      .addHelpText('after', '\nRefused, with nothing registered: a base that is not protected or a head that is (PROTECTED_BRANCH), a base whose .proofgate.yml is invalid (CONFIG), proofgate\'s own login as author (RESERVED_IDENTITY).'),
+  ).action(async (flags: LocalForgeFlags & { head: string; base?: string; title?: string; as?: string }) => {
+    const snapshot = await withLocalForge(flags, async (forge) =>
+      forge.openChange({ head: nonEmpty(flags.head, '--head'), base: nonEmpty(flags.base ?? (await forge.trustedBranch()), '--base'), title: flags.title, author: flags.as }),
     );
-    await emit(Boolean(flags.json), snapshot, () => `opened change ${snapshot.id}: ${snapshot.head.ref} -> ${snapshot.base.ref} (head ${short(snapshot.head.sha)})`);
+    await emit(Boolean(flags.json), snapshot, () => `opened change ${snapshot.id}: ${untrustedText(snapshot.head.ref)} -> ${untrustedText(snapshot.base.ref)} (head ${short(snapshot.head.sha)})`);
   });
 
   addLocalForgeOptions(
@@ -104,7 +111,7 @@ export function registerChangeCommands(program: Command): void {
     const records = await withLocalForge(flags, (forge) => forge.listChanges());
     const entries = records.filter((record) => flags.state === 'all' || record.state === flags.state).map(listEntry);
     await emit(Boolean(flags.json), entries, () =>
-      entries.length === 0 ? 'no changes' : entries.map((entry) => `${entry.id}\t${entry.state}\t${entry.head} -> ${entry.base}\t${entry.title}`).join('\n'),
+      entries.length === 0 ? 'no changes' : entries.map((entry) => `${entry.id}\t${entry.state}\t${untrustedText(entry.head)} -> ${untrustedText(entry.base)}\t${untrustedText(entry.title)}`).join('\n'),
     );
   });
 
@@ -125,7 +132,7 @@ export function registerChangeCommands(program: Command): void {
       .description('add a comment to a change')
       .argument('<id>', 'change id')
       .argument('<text>', 'the comment body')
-      .option('--as <login>', 'author login (default: the local git identity, user.name)')
+      .option('--as <login>', AS_HELP)
       .option('--json', 'print the comment as JSON (with the automerge outcome when the comment ran a job)')
       .addHelpText(
         'after',

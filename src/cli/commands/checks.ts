@@ -3,25 +3,34 @@ import { ProofgateError } from '../../core/index.js';
 import { parseOutputUrl, type CheckProgress, type CheckRunResult, type LocalForge } from '../../forge/local/index.js';
 import type { ForgeCheck } from '../../forge/port.js';
 import { EXIT, emit, setExitStatus, writeOut } from '../io.js';
+import { untrustedText } from '../untrusted-text.js';
 import { addLocalForgeOptions, withLocalForge, type LocalForgeFlags } from './change.js';
 
 const seconds = (ms: number): string => `${(ms / 1000).toFixed(1)}s`;
 
 function progressLine(progress: CheckProgress, tty: boolean): string | null {
-  if (progress.phase === 'started') return tty ? `check ${progress.name}: running at ${progress.headSha.slice(0, 12)}` : null;
+  if (progress.phase === 'started') return tty ? `check ${untrustedText(progress.name)}: running at ${progress.headSha.slice(0, 12)}` : null;
   if (progress.phase === 'completed') {
     const { result } = progress;
     const truncated = result.outputTruncated ? ', output truncated' : '';
-    return `check ${result.name}: ${result.conclusion} (${seconds(result.durationMs)}${truncated})`;
+    return `check ${untrustedText(result.name)}: ${result.conclusion} (${seconds(result.durationMs)}, ${sandboxWord(result)}${truncated})`;
   }
   return null;
+}
+
+/** How a check ran, in the words the output uses: `jailed`, or `UNJAILED (sandbox: none)`. */
+function sandboxWord(result: CheckRunResult): string {
+  return result.sandbox === 'jail' ? 'jailed' : 'UNJAILED (sandbox: none)';
 }
 
 function renderResults(changeId: string, headSha: string, results: readonly CheckRunResult[]): string {
   if (results.length === 0) return `change ${changeId}: no checks configured on the base branch`;
   const lines = [`change ${changeId} at ${headSha}:`];
   for (const result of results) {
-    lines.push(`  ${result.conclusion.padEnd(15)} ${result.name} (${seconds(result.durationMs)})${result.outputUrl === null ? '' : `  ${result.outputUrl}`}`);
+    lines.push(`  ${result.conclusion.padEnd(15)} ${untrustedText(result.name)} (${seconds(result.durationMs)}, ${sandboxWord(result)})${result.outputUrl === null ? '' : `  ${untrustedText(result.outputUrl)}`}`);
+  }
+  if (results.some((result) => result.sandbox === 'none')) {
+    lines.push('warning: checks ran UNJAILED: the trusted config says sandbox: none, so the head\'s code ran with your user\'s rights');
   }
   return lines.join('\n');
 }
@@ -58,7 +67,7 @@ export function registerChecksCommands(program: Command): void {
   addLocalForgeOptions(
     checks
       .command('run')
-      .description('run every configured check at the exact head of a change, each in a disposable worktree (exit 1 when one does not pass)')
+      .description('run every configured check at the exact head of a change, each jailed on its own export of that head (exit 1 when one does not pass)')
       .argument('<id>', 'change id')
       .option('--json', 'print {"changeId","headSha","results"} as JSON'),
   ).action(async (id: string, flags: LocalForgeFlags) => {
@@ -74,7 +83,7 @@ export function registerChecksCommands(program: Command): void {
     await emit(Boolean(flags.json), { changeId: id, headSha, results }, () => renderResults(id, headSha, results));
     const failed = results.filter((result) => result.conclusion !== 'success');
     if (failed.length > 0) {
-      process.stderr.write(`proofgate: ${failed.length} of ${results.length} checks did not pass: ${failed.map((result) => `${result.name} (${result.conclusion})`).join(', ')}\n`);
+      process.stderr.write(`proofgate: ${failed.length} of ${results.length} checks did not pass: ${failed.map((result) => `${untrustedText(result.name)} (${result.conclusion})`).join(', ')}\n`);
       setExitStatus(EXIT.failure);
     }
   });
@@ -88,11 +97,12 @@ export function registerChecksCommands(program: Command): void {
       .option('--json', 'print {"changeId","headSha","name","status","conclusion","outputUrl","output"} as JSON')
       .addHelpText(
         'after',
-        '\nThe output is printed as stored: stdout and stderr interleaved, the tail kept under the output cap (a cut output starts with a "(first bytes dropped ...)" line), secret-looking text redacted. A check that printed nothing prints nothing. Exit 1 with one line on stderr when the change has no completed run of NAME at its current head.',
+        '\nThe output is printed as stored: stdout and stderr interleaved, the tail kept under the output cap (a cut output starts with a "(first bytes dropped ...)" line), secret-looking text redacted; control characters other than newlines (escape sequences, tabs, carriage returns, bidi controls) are shown escaped, as \\x1b, \\t, \\r, \\u202e (--json has the exact text). A check that printed nothing prints nothing. Exit 1 with one line on stderr when the change has no completed run of NAME at its current head.',
       ),
   ).action(async (id: string, name: string, flags: LocalForgeFlags) => {
     const log = await withLocalForge(flags, (forge) => readCheckLog(forge, id, name));
     if (flags.json === true) await emit(true, log, () => log.output);
-    else await writeOut(log.output);
+    // Every line of the output is the check's own (nothing of proofgate's is on stdout here), so no prefix.
+    else await writeOut(log.output === '' ? '' : `${untrustedText(log.output, { prefix: '' })}\n`);
   });
 }

@@ -27,6 +27,7 @@ export function registerDemoCommands(program: Command): void {
           renderDemoTable(result.rows),
           '',
           `${result.rows.length} changes in ${result.seconds.toFixed(1)} s; state in ${result.dataDir}${flags.keep ? `; repository kept in ${result.repoDir}` : ''}`,
+          result.sandboxLine,
         ].join('\n'),
       );
       if (!result.ok) {

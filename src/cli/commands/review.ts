@@ -6,6 +6,7 @@ import { defaultStoragePolicy } from '../../storage/policy.js';
 import { createLocalRunStorage } from '../../storage/sqlite/index.js';
 import { repositoryStateDir, resolveDataDir } from '../data-dir.js';
 import { emit, readInput, setExitStatus, usageError } from '../io.js';
+import { untrustedText } from '../untrusted-text.js';
 
 /** Exit codes of `proofgate review`. */
 export const REVIEW_EXIT = { CONFIRMED: 0, REFUTED: 3, HOLD: 5 } as const;
@@ -15,17 +16,18 @@ function exitWith(code: number): void {
   setExitStatus(code);
 }
 
+/** A lane's lines. What a lane reports (reasons, paths, findings) quotes the change: every field is shown escaped. */
 function laneLine(lane: LaneOutcome): string[] {
   const result = lane.result;
-  const head = `  lane ${lane.lane_id} [${lane.family}]`;
+  const head = `  lane ${untrustedText(lane.lane_id)} [${untrustedText(lane.family)}]`;
   const lines: string[] = [];
-  if (!lane.validation.valid) lines.push(`${head}: INVALID (${lane.validation.code}: ${lane.validation.reason})`);
-  else if (result && 'failure' in result) lines.push(`${head}: transport failure: ${result.failure.reason}`);
+  if (!lane.validation.valid) lines.push(`${head}: INVALID (${lane.validation.code}: ${untrustedText(lane.validation.reason)})`);
+  else if (result && 'failure' in result) lines.push(`${head}: transport failure: ${untrustedText(result.failure.reason)}`);
   else if (result) lines.push(`${head}: ${result.disposition}`);
-  if (result?.evidence_path) lines.push(`    evidence: ${result.evidence_path}`);
+  if (result?.evidence_path) lines.push(`    evidence: ${untrustedText(result.evidence_path)}`);
   for (const finding of result?.findings ?? []) {
-    const where = finding.path === undefined ? '' : ` (${finding.path}${finding.line === undefined ? '' : `:${finding.line}`})`;
-    lines.push(`    - ${finding.title}${where}: ${finding.evidence}`);
+    const where = finding.path === undefined ? '' : ` (${untrustedText(finding.path)}${finding.line === undefined ? '' : `:${finding.line}`})`;
+    lines.push(`    - ${untrustedText(finding.title)}${where}: ${untrustedText(finding.evidence)}`);
   }
   return lines;
 }
@@ -35,11 +37,11 @@ function renderReview(outcome: ReviewOutcome, runId: string): string {
     `review ${outcome.review_id}: ${outcome.verdict} (${outcome.mode})`,
     `run ${runId} (proofgate runs show ${runId} --namespace ${REVIEW_RUNS_NAMESPACE})`,
     `head ${outcome.head_sha}  base ${outcome.base_sha}`,
-    `diff ${outcome.diff.sha256}  contract ${outcome.acceptance_contract.sha256}  config ${outcome.config_source}`,
+    `diff ${outcome.diff.sha256}  contract ${outcome.acceptance_contract.sha256}  config ${untrustedText(outcome.config_source)}`,
     ...outcome.lanes.flatMap(laneLine),
     'reasons:',
-    ...outcome.reasons.map((reason) => `  - ${reason}`),
-    `files: ${outcome.dir}`,
+    ...outcome.reasons.map((reason) => `  - ${untrustedText(reason)}`),
+    `files: ${untrustedText(outcome.dir)}`,
   ];
   return lines.join('\n');
 }
@@ -77,7 +79,7 @@ async function reviewAction(flags: ReviewFlags): Promise<void> {
       ...(flags.authorFamily === undefined ? {} : { family: flags.authorFamily }),
     },
     onLane: (lane) => {
-      if (progress) process.stderr.write(`lane ${lane.lane_id} done\n`);
+      if (progress) process.stderr.write(`lane ${untrustedText(lane.lane_id)} done\n`);
     },
   }).finally(() => storage.close());
   const { outcome, runId } = result;
@@ -94,7 +96,7 @@ async function validateAction(resultFile: string, flags: { request: string; json
     throw new ProofgateError('INVALID_INPUT', `${flags.request} is not a review-request.v1: ${issue?.path.join('.') || 'request'}: ${issue?.message ?? 'invalid'}`);
   }
   const validation = await validateLaneResult(raw, request.data);
-  await emit(Boolean(flags.json), validation, () => (validation.valid ? 'valid' : `invalid: ${validation.code}: ${validation.reason}`));
+  await emit(Boolean(flags.json), validation, () => (validation.valid ? 'valid' : `invalid: ${validation.code}: ${untrustedText(validation.reason)}`));
   exitWith(validation.valid ? 0 : 1);
 }
 

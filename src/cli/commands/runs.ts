@@ -6,6 +6,7 @@ import type { StoredEvent } from '../../storage/ports.js';
 import { openLocalStoreReader } from '../../storage/sqlite/index.js';
 import { repositoryStateDir, resolveDataDir } from '../data-dir.js';
 import { emit } from '../io.js';
+import { untrustedText } from '../untrusted-text.js';
 
 interface StoreOptions {
   data?: string;
@@ -87,9 +88,11 @@ async function summarize(storage: RunStorage, streamId: string): Promise<RunSumm
   };
 }
 
+/** Stored runs hold what lanes and checks reported (reasons quoting a change): every stored string is shown escaped. */
 function listLine(run: RunSummary): string {
-  if (run.reason !== undefined) return `${run.runId}  ${run.status.padEnd(10)} ${run.events} events: ${run.reason}`;
-  return `${run.runId}  ${run.status.padEnd(10)} graph ${run.graphId}  started ${run.startedAt}  ${run.events} events`;
+  const runId = untrustedText(run.runId);
+  if (run.reason !== undefined) return `${runId}  ${run.status.padEnd(10)} ${run.events} events: ${untrustedText(run.reason)}`;
+  return `${runId}  ${run.status.padEnd(10)} graph ${untrustedText(run.graphId)}  started ${untrustedText(run.startedAt)}  ${run.events} events`;
 }
 
 function describeEvent(event: RunEvent): string {
@@ -150,9 +153,9 @@ export function registerRunsCommands(program: Command): void {
         if (parsed.kind === 'unreadable') throw new ProofgateError('INVALID_STORED_VALUE', `run ${runId} is unreadable: ${parsed.reason}`, { runId });
         const related = (await storage.eventStore.listStreams(`${runStreamId(runId)}/`)).map((stream) => `${stream.streamId} (${stream.revision} events)`);
         await emit(Boolean(options.json), events, () => {
-          const lines = parsed.events.map((event) => `${String(event.revision).padStart(4)}  ${event.recordedAt}  ${event.type.padEnd(19)} ${describeEvent(event)}`);
+          const lines = parsed.events.map((event) => `${String(event.revision).padStart(4)}  ${untrustedText(event.recordedAt)}  ${event.type.padEnd(19)} ${untrustedText(describeEvent(event))}`);
           const status = statusOf(events);
-          return [`run ${runId}: ${status}`, ...lines, ...(related.length > 0 ? ['related streams:', ...related.map((line) => `  ${line}`)] : [])].join('\n');
+          return [`run ${runId}: ${status}`, ...lines, ...(related.length > 0 ? ['related streams:', ...related.map((line) => `  ${untrustedText(line)}`)] : [])].join('\n');
         });
       } finally {
         await storage.close();

@@ -8,7 +8,7 @@ import { execFile } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
-import { gitEnvironment, safeGitArgs } from '../../host/index.js';
+import { gitEnvironment, safeGitArgs, type SandboxMode } from '../../host/index.js';
 
 const run = promisify(execFile);
 
@@ -23,8 +23,15 @@ export interface DemoChange {
   readonly files: Readonly<Record<string, string>>;
 }
 
-const CONFIG = `# Trusted configuration: read from main, never from a change.
-maintainers:
+/**
+ * The trusted configuration. The demo runs its checks jailed; only on a
+ * machine where the jail does not work does it say `sandbox: none` (and the
+ * demo prints that it ran unjailed).
+ */
+function demoConfig(sandbox: SandboxMode): string {
+  const policy = sandbox === 'none' ? '# The jail (bubblewrap) does not work on this machine: run checks unjailed.\nsandbox: none\n' : '';
+  return `# Trusted configuration: read from main, never from a change.
+${policy}maintainers:
   - login: ${DEMO_MAINTAINER}
     permission: admin
 checks:
@@ -46,6 +53,7 @@ automerge:
   agentFix:
     command: [node, scripts/fix-whitespace.mjs]
 `;
+}
 
 const LINT = `// Fails on trailing whitespace or tabs in src/ and test/.
 import { readdirSync, readFileSync } from 'node:fs';
@@ -88,7 +96,8 @@ for (const name of readdirSync('test').filter((n) => n.endsWith('.test.mjs')).so
 }
 `;
 
-export const BASE_FILES: Readonly<Record<string, string>> = {
+export function baseFiles(sandbox: SandboxMode): Readonly<Record<string, string>> {
+  return {
   'README.md': '# greeter\n\nA tiny library used by the proofgate demo.\n',
   'CHANGELOG.md': '# Changelog\n\n## Unreleased\n\n- first release\n',
   'src/greet.mjs': "export function greet(name) {\n  return `Hello, ${name}!`;\n}\n",
@@ -96,8 +105,9 @@ export const BASE_FILES: Readonly<Record<string, string>> = {
   'scripts/lint.mjs': LINT,
   'scripts/test.mjs': TEST_RUNNER,
   'scripts/fix-whitespace.mjs': FIX,
-  '.proofgate.yml': CONFIG,
-};
+  '.proofgate.yml': demoConfig(sandbox),
+  };
+}
 
 export const DEMO_CHANGES: readonly DemoChange[] = [
   {
@@ -152,13 +162,13 @@ async function writeFiles(dir: string, files: Readonly<Record<string, string>>):
 }
 
 /** Create the demo repository in `dir` (empty or missing): main plus one branch per demo change. */
-export async function createDemoRepository(dir: string): Promise<void> {
+export async function createDemoRepository(dir: string, sandbox: SandboxMode): Promise<void> {
   await mkdir(dir, { recursive: true });
   await git(dir, ['init', '-q', '-b', 'main']);
   await git(dir, ['config', 'user.name', DEMO_MAINTAINER]);
   await git(dir, ['config', 'user.email', 'maintainer@demo.invalid']);
   await git(dir, ['config', 'commit.gpgsign', 'false']);
-  await writeFiles(dir, BASE_FILES);
+  await writeFiles(dir, baseFiles(sandbox));
   await git(dir, ['add', '-A']);
   await git(dir, ['commit', '-q', '-m', 'greeter: initial commit']);
   for (const change of DEMO_CHANGES) {

@@ -9,6 +9,9 @@ import { join } from 'node:path';
 import { ProofgateError, errorMessage, newId } from '../../core/index.js';
 import { openLocalAutomerge, type LoopOutcome, type LoopProgress } from '../../automerge/loop/index.js';
 import { openLocalForge } from '../../forge/local/index.js';
+import { jailStatus, type SandboxMode } from '../../host/index.js';
+import { progressLine } from '../commands/automerge.js';
+import { untrustedText } from '../untrusted-text.js';
 import { createDemoRepository, DEMO_CHANGES, DEMO_CONTRIBUTOR, DEMO_MAINTAINER, type DemoChange } from './repository.js';
 
 export interface DemoRow {
@@ -29,6 +32,17 @@ export interface DemoResult {
   readonly seconds: number;
   /** Every change ended as the demo expects. */
   readonly ok: boolean;
+  /** How the demo's checks ran: `jail`, or `none` because the jail does not work here. */
+  readonly sandbox: SandboxMode;
+  /** One line saying which way the demo ran (and why, when unjailed). */
+  readonly sandboxLine: string;
+}
+
+/** Jailed when bubblewrap works here; otherwise unjailed, saying so (a demo must run anywhere). */
+async function demoSandbox(): Promise<{ sandbox: SandboxMode; line: string }> {
+  const status = await jailStatus();
+  if (status.available) return { sandbox: 'jail', line: 'checks ran jailed (bubblewrap)' };
+  return { sandbox: 'none', line: `checks ran UNJAILED (sandbox: none): ${status.reason}` };
 }
 
 export interface DemoOptions {
@@ -58,13 +72,15 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
   const dataDir = await makeDataDir(options.dataRoot);
   const repoDir = await mkdtemp(join(tmpdir(), 'proofgate-demo-'));
   try {
+    const { sandbox, line: sandboxLine } = await demoSandbox();
+    say(sandboxLine);
     say(`creating the demo repository in ${repoDir}`);
-    await createDemoRepository(repoDir);
+    await createDemoRepository(repoDir, sandbox);
     const opened = await openLocalForge({ repoDir, dataDir });
     const automerge = await openLocalAutomerge({
       forge: opened.forge,
       dataDir,
-      onProgress: (progress: LoopProgress) => say(`  [change ${progress.changeId}] ${progress.text}`),
+      onProgress: (progress: LoopProgress) => say(`  ${progressLine(progress)}`),
     });
     const rows: DemoRow[] = [];
     try {
@@ -97,7 +113,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
       await automerge.close();
       await opened.close();
     }
-    return { repoDir, dataDir, rows, seconds: (Date.now() - started) / 1000, ok: rows.every((row) => row.outcome === row.expected) };
+    return { repoDir, dataDir, rows, seconds: (Date.now() - started) / 1000, ok: rows.every((row) => row.outcome === row.expected), sandbox, sandboxLine };
   } finally {
     if (!options.keep) await rm(repoDir, { recursive: true, force: true });
   }
@@ -110,7 +126,7 @@ function pad(text: string, width: number): string {
 /** The closing table: change, verdict, repairs, outcome, merged commit. */
 export function renderDemoTable(rows: readonly DemoRow[]): string {
   const header = ['change', 'title', 'verdict', 'repairs', 'outcome', 'merged commit'];
-  const body = rows.map((row) => [row.change, row.title, row.verdict ?? '-', String(row.repairs), row.outcome, row.mergeCommit?.slice(0, 12) ?? '-']);
+  const body = rows.map((row) => [row.change, row.title, row.verdict ?? '-', String(row.repairs), row.outcome, row.mergeCommit?.slice(0, 12) ?? '-'].map((cell) => untrustedText(cell)));
   const widths = header.map((title, column) => Math.max(title.length, ...body.map((cells) => (cells[column] ?? '').length)));
   const line = (cells: readonly string[]): string => cells.map((cell, column) => pad(cell, widths[column] ?? 0)).join('  ').trimEnd();
   return [line(header), line(widths.map((width) => '-'.repeat(width))), ...body.map(line)].join('\n');

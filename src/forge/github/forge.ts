@@ -23,6 +23,8 @@ interface ForgeTarget {
   readonly logger?: Logger;
   /** Checks and comments read per GraphQL page (1..100). Default 100. */
   readonly pageSize?: number;
+  /** The trusted branch (default: the repository's default branch, asked once). */
+  readonly trustedBranch?: string;
 }
 
 export type GitHubForgeOptions = ForgeTarget &
@@ -57,9 +59,26 @@ export function createGitHubForge(options: GitHubForgeOptions): Forge {
     }
   }
 
+  let defaultBranch: Promise<string> | null = options.trustedBranch === undefined ? null : Promise.resolve(options.trustedBranch);
+  async function askDefaultBranch(): Promise<string> {
+    try {
+      const { data } = await octokit.request('GET /repos/{owner}/{repo}', { owner, repo });
+      if (typeof data.default_branch !== 'string' || data.default_branch === '') throw new ProofgateError('FORGE_API', `${owner}/${repo} reports no default branch`);
+      return data.default_branch;
+    } catch (error) {
+      defaultBranch = null;
+      throw forgeError('repository lookup', error);
+    }
+  }
+
   return {
     kind: 'github',
     selfLogin: options.selfLogin,
+
+    trustedBranch(): Promise<string> {
+      defaultBranch ??= askDefaultBranch();
+      return defaultBranch;
+    },
 
     async snapshot(changeId: string): Promise<ChangeSnapshot> {
       return readSnapshot({ octokit, owner, repo, pageSize, permission }, prNumber(changeId));

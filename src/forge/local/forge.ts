@@ -1,6 +1,7 @@
 import { userInfo } from 'node:os';
 import { ProofgateError, newId, systemClock, type Clock } from '../../core/index.js';
-import { emptyRepoConfig } from '../../contracts/repo-config.js';
+import { emptyRepoConfig, protectedBranchNames, protectedBranchRefusal, sameLogin } from '../../contracts/repo-config.js';
+import type { TrustedConfig } from '../protection.js';
 import type { StoredEvent } from '../../storage/ports.js';
 import type { ChangeSnapshot, Forge, ForgeComment, MergeRequest, MergeResult, PushRequest, RepoPermission } from '../port.js';
 import { runChecks, type CheckProgress, type CheckRunResult } from './checks.js';
@@ -18,10 +19,16 @@ export interface LocalForgeOptions {
   /** The identity proofgate comments as (default `proofgate`). */
   readonly selfLogin?: string;
   readonly clock?: Clock;
-  /** Branch whose `.proofgate.yml` answers `permission()` (default: `main`, else `master`). */
+  /**
+   * The trusted branch: its `.proofgate.yml` names the protected branches and
+   * the maintainers (default: `main`, else `master`; `openLocalForge` passes the
+   * data directory's setting).
+   */
   readonly trustedBranch?: string;
   /** Output kept per check run (default 1 MiB). */
   readonly outputCapBytes?: number;
+  /** proofgate's data dir (a configured cacheDir may not overlap it). */
+  readonly dataDir?: string;
   /** Test seam for the base-moved race: runs inside `merge` right before the base ref is swapped. */
   readonly beforeBaseUpdate?: () => Promise<void>;
 }
@@ -48,7 +55,9 @@ export class LocalForge implements Forge {
   readonly store: LocalForgeStore;
   readonly #clock: Clock;
   readonly #trustedBranch: string | undefined;
+  #trustedCache: { readonly branch: string; readonly sha: string; readonly value: TrustedConfig } | null = null;
   readonly #outputCapBytes: number;
+  readonly #dataDir: string | undefined;
   readonly #beforeBaseUpdate: (() => Promise<void>) | undefined;
   readonly #listeners = new Set<ForgeEventListener>();
   readonly #wakers = new Set<() => void>();
@@ -59,6 +68,7 @@ export class LocalForge implements Forge {
     this.#clock = options.clock ?? systemClock;
     this.#trustedBranch = options.trustedBranch;
     this.#outputCapBytes = options.outputCapBytes ?? 1024 * 1024;
+    this.#dataDir = options.dataDir;
     this.#beforeBaseUpdate = options.beforeBaseUpdate;
     this.store = new LocalForgeStore(options.storage, (events) => this.#publish(events));
   }
@@ -106,18 +116,55 @@ export class LocalForge implements Forge {
     return (await this.repo.configValue('user.name')) ?? (await this.repo.configValue('user.email')) ?? userInfo().username;
   }
 
-  /** Register a change: `head` branch proposed into `base` branch. */
+  /** Refuse (`RESERVED_IDENTITY`) a login that is proofgate's own in any letter case, and an empty one. */
+  #actingLogin(login: string, what: string): string {
+    if (login.trim() === '') throw new ProofgateError('INVALID_INPUT', `${what} needs a login`);
+    if (sameLogin(login, this.selfLogin)) {
+      throw new ProofgateError('RESERVED_IDENTITY', `"${login}" is proofgate's own identity; act as yourself (--as LOGIN, or git config user.name)`, { login });
+    }
+    return login;
+  }
+
+  /** The trusted branch (see `LocalForgeOptions.trustedBranch`). */
+  async trustedBranch(): Promise<string> {
+    return this.#trustedBranch ?? ((await this.repo.branchSha('main')) !== null ? 'main' : 'master');
+  }
+
+  /** The trusted branch and its config (read again only when the branch moved); a missing trusted branch is `PROTECTED_BRANCH`. */
+  async trustedConfig(): Promise<TrustedConfig> {
+    const branch = await this.trustedBranch();
+    const sha = await this.repo.branchSha(branch);
+    if (sha === null) {
+      throw new ProofgateError('PROTECTED_BRANCH', `the trusted branch "${branch}" does not exist in ${this.repo.root}; name another with \`proofgate config trusted-branch NAME\``, { branch });
+    }
+    const cached = this.#trustedCache;
+    if (cached !== null && cached.branch === branch && cached.sha === sha) return cached.value;
+    const value = { branch, config: await loadTrustedConfig(this.repo, branch, sha) };
+    this.#trustedCache = { branch, sha, value };
+    return value;
+  }
+
+  /**
+   * Register a change: `head` branch proposed into `base` branch. Everything is
+   * checked before anything is written, so a refused change registers nothing:
+   * the author, the branches, the protected-branch rule (`PROTECTED_BRANCH`)
+   * and the base's config (`CONFIG`).
+   */
   async openChange(request: OpenChangeRequest): Promise<ChangeSnapshot> {
+    const author = this.#actingLogin(request.author ?? (await this.localIdentity()), 'a change author');
     const baseSha = await this.repo.requireBranch(request.base);
     const headSha = await this.repo.requireBranch(request.head);
     if (request.head === request.base) throw new ProofgateError('INVALID_INPUT', 'head and base must be different branches');
+    const trusted = await this.trustedConfig();
+    const refusal = protectedBranchRefusal({ trustedBranch: trusted.branch, trustedConfig: trusted.config, base: request.base, head: request.head });
+    if (refusal !== null) throw new ProofgateError('PROTECTED_BRANCH', `cannot open a change: ${refusal}`, { base: request.base, head: request.head });
     if ((await this.repo.mergeBase(baseSha, headSha)) === null) {
       throw new ProofgateError('INVALID_INPUT', `"${request.base}" and "${request.head}" share no history (the base is not an ancestor of the head)`);
     }
     if (await this.repo.isAncestor(headSha, baseSha)) {
       throw new ProofgateError('INVALID_INPUT', `"${request.head}" has no commits that "${request.base}" lacks`);
     }
-    const author = request.author ?? (await this.localIdentity());
+    await loadTrustedConfig(this.repo, request.base, baseSha);
     const number = await this.store.allocateNumber();
     const changeId = String(number);
     const title = request.title?.trim() || (await this.repo.text(['log', '-1', '--format=%s', headSha])) || request.head;
@@ -133,25 +180,31 @@ export class LocalForge implements Forge {
   }
 
   async snapshot(changeId: string): Promise<ChangeSnapshot> {
-    return (await readLiveChange(this.repo, this.store, changeId)).snapshot;
+    return (await readLiveChange(this.repo, this.store, changeId, await this.trustedConfig())).snapshot;
   }
 
+  /** Comment as proofgate itself (a Bot). */
   createComment(changeId: string, body: string): Promise<ForgeComment> {
-    return this.commentAs(changeId, body, this.selfLogin);
+    return this.#comment(changeId, body, this.selfLogin, 'Bot');
   }
 
-  /** Comment as `login` (a person at the terminal, or another agent); proofgate's own login is a Bot. */
-  async commentAs(changeId: string, body: string, login: string): Promise<ForgeComment> {
+  /**
+   * Comment as `login` (a person at the terminal, or another agent). proofgate's
+   * own login, in any letter case, is reserved: `RESERVED_IDENTITY`.
+   */
+  commentAs(changeId: string, body: string, login: string): Promise<ForgeComment> {
+    return this.#comment(changeId, body, this.#actingLogin(login, 'a comment'), 'User');
+  }
+
+  async #comment(changeId: string, body: string, login: string, authorType: 'Bot' | 'User'): Promise<ForgeComment> {
     if (body.trim() === '') throw new ProofgateError('INVALID_INPUT', 'a comment needs a nonempty body');
-    if (login.trim() === '') throw new ProofgateError('INVALID_INPUT', 'a comment needs an author login');
     await this.store.requireChange(changeId);
     const commentId = newId('cmt');
-    const authorType = login === this.selfLogin ? 'Bot' : 'User';
     await this.store.append(changeStream(changeId), [{ type: 'comment-created', data: { commentId, author: login, authorType, body, at: this.#now() } }]);
-    return this.#comment(changeId, commentId);
+    return this.#findComment(changeId, commentId);
   }
 
-  async #comment(changeId: string, commentId: string): Promise<ForgeComment> {
+  async #findComment(changeId: string, commentId: string): Promise<ForgeComment> {
     const comment = (await this.store.requireChange(changeId)).comments.find((entry) => entry.id === commentId);
     if (comment === undefined) throw new ProofgateError('NOT_FOUND', `change ${changeId} has no comment ${commentId}`, { changeId, commentId });
     return comment;
@@ -166,12 +219,12 @@ export class LocalForge implements Forge {
       if (record === null) throw new ProofgateError('NOT_FOUND', `no change with id "${changeId}"`, { changeId });
       const comment = record.comments.find((entry) => entry.id === commentId);
       if (comment === undefined) throw new ProofgateError('NOT_FOUND', `change ${changeId} has no comment ${commentId}`, { changeId, commentId });
-      if (comment.author !== this.selfLogin) {
+      if (!sameLogin(comment.author, this.selfLogin)) {
         throw new ProofgateError('INVALID_INPUT', `comment ${commentId} was written by ${comment.author}; proofgate edits only its own comments`);
       }
       return [{ type: 'comment-edited', data: { commentId, author: comment.author, authorType: comment.authorType, createdAt: comment.createdAt, body, at } }];
     });
-    return this.#comment(changeId, commentId);
+    return this.#findComment(changeId, commentId);
   }
 
   async addLabels(changeId: string, labels: readonly string[]): Promise<void> {
@@ -202,11 +255,18 @@ export class LocalForge implements Forge {
   }
 
   merge(changeId: string, request: MergeRequest): Promise<MergeResult> {
-    return mergeChange({ repo: this.repo, store: this.store, clock: this.#clock, selfLogin: this.selfLogin, beforeBaseUpdate: this.#beforeBaseUpdate }, changeId, request);
+    return this.trustedConfig().then((trusted) =>
+      mergeChange({ repo: this.repo, store: this.store, clock: this.#clock, selfLogin: this.selfLogin, trusted, beforeBaseUpdate: this.#beforeBaseUpdate }, changeId, request),
+    );
   }
 
+  /** Move a branch with compare-and-swap; a protected branch (`PROTECTED_BRANCH`) moves only by a merge. */
   async pushBranch(request: PushRequest): Promise<void> {
     if (!(await this.repo.isValidBranchName(request.branch))) throw new ProofgateError('INVALID_INPUT', `not a valid branch name: ${request.branch}`);
+    const trusted = await this.trustedConfig();
+    if (protectedBranchNames(trusted.branch, trusted.config).some((name) => name.toLowerCase() === request.branch.toLowerCase())) {
+      throw new ProofgateError('PROTECTED_BRANCH', `"${request.branch}" is a protected branch: it moves only by a merge; nothing was pushed`, { branch: request.branch });
+    }
     if (!/^[0-9a-f]{40}([0-9a-f]{24})?$/.test(request.newSha)) throw new ProofgateError('INVALID_INPUT', 'pushBranch needs newSha as a full commit sha');
     const commit = await this.repo.resolveCommit(request.newSha);
     if (commit === null || commit !== request.newSha) throw new ProofgateError('NOT_FOUND', `no commit ${request.newSha} in ${this.repo.root}`);
@@ -233,20 +293,22 @@ export class LocalForge implements Forge {
     return this.repo.readBlob(commit, path);
   }
 
+  /** A login's permission under the trusted branch's maintainers (`read` when that branch does not exist yet). */
   async permission(login: string): Promise<RepoPermission> {
-    const branch = this.#trustedBranch ?? ((await this.repo.branchSha('main')) !== null ? 'main' : 'master');
-    const sha = await this.repo.branchSha(branch);
-    const config = sha === null ? emptyRepoConfig() : await loadTrustedConfig(this.repo, branch, sha);
-    return permissionFromConfig(config, login);
+    const exists = (await this.repo.branchSha(await this.trustedBranch())) !== null;
+    return permissionFromConfig(exists ? (await this.trustedConfig()).config : emptyRepoConfig(), login);
   }
 
-  /** Run the trusted config's checks at the change's current head. */
+  /** Run the base config's checks at the change's current head (refused, `PROTECTED_BRANCH`, unless the base is protected and the head is not). */
   async runChecks(changeId: string, options: RunChecksOptions = {}): Promise<{ headSha: string; results: CheckRunResult[] }> {
-    const live = await readLiveChange(this.repo, this.store, changeId);
+    const trusted = await this.trustedConfig();
+    const live = await readLiveChange(this.repo, this.store, changeId, trusted);
     if (live.record.state !== 'open') throw new ProofgateError('INVALID_INPUT', `change ${changeId} is ${live.record.state}; checks run on open changes`);
+    if (live.refusal !== null) throw new ProofgateError('PROTECTED_BRANCH', `change ${changeId}: ${live.refusal}; no check was run`, { changeId });
+    // The base's config names the checks; the trusted branch's names the jail policy (sandbox, cacheDir, limits).
     const results = await runChecks(
-      { repo: this.repo, store: this.store, clock: this.#clock, outputCapBytes: this.#outputCapBytes },
-      { changeId, headSha: live.headSha, config: live.config, onProgress: options.onProgress, signal: options.signal },
+      { repo: this.repo, store: this.store, clock: this.#clock, outputCapBytes: this.#outputCapBytes, ...(this.#dataDir === undefined ? {} : { dataDir: this.#dataDir }) },
+      { changeId, headSha: live.headSha, config: live.config, jail: trusted.config, onProgress: options.onProgress, signal: options.signal },
     );
     return { headSha: live.headSha, results };
   }

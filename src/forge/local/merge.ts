@@ -1,5 +1,6 @@
 import { ProofgateError, type Clock } from '../../core/index.js';
 import type { MergeRequest, MergeResult } from '../port.js';
+import type { TrustedConfig } from '../protection.js';
 import { allowsMerge } from './mergeability.js';
 import { branchStream, changeStream, foldChange } from './records.js';
 import type { GitRepository } from './repository.js';
@@ -11,6 +12,8 @@ export interface MergeContext {
   readonly store: LocalForgeStore;
   readonly clock: Clock;
   readonly selfLogin: string;
+  /** The trusted branch's config: a change that breaks the protected-branch rule is not mergeable. */
+  readonly trusted: TrustedConfig;
   /** Test seam: runs after the squash commit is written and before the base ref is swapped. */
   readonly beforeBaseUpdate?: () => Promise<void>;
 }
@@ -61,7 +64,7 @@ export async function mergeChange(context: MergeContext, changeId: string, reque
   if (typeof request.expectedHeadSha !== 'string' || !FULL_SHA.test(request.expectedHeadSha)) {
     throw new ProofgateError('INVALID_INPUT', 'merge needs expectedHeadSha: the full sha of the reviewed head');
   }
-  const live = await readLiveChange(repo, store, changeId);
+  const live = await readLiveChange(repo, store, changeId, context.trusted);
   const { record } = live;
   if (record.state !== 'open') {
     throw new ProofgateError('NOT_MERGEABLE', `change ${changeId} is ${record.state}`, { changeId, state: record.state });

@@ -1,7 +1,8 @@
 import { join } from 'node:path';
 import { defaultStoragePolicy } from '../../storage/policy.js';
-import type { StoragePolicy } from '../../storage/policy-types.js';
+import type { RunStorage, StoragePolicy } from '../../storage/policy-types.js';
 import { createLocalRunStorage } from '../../storage/sqlite/index.js';
+import { checkDataDir, dataDirFailure, readDataDirSettings, writeDataDirSettings } from './data-dir.js';
 import { LocalForge, type LocalForgeOptions } from './forge.js';
 import { GitRepository } from './repository.js';
 
@@ -28,19 +29,50 @@ export function defaultLocalDataDir(repo: GitRepository): string {
   return join(repo.commonDir, 'proofgate');
 }
 
-/** Open the repository and the embedded SQLite store, and return the local forge on them. */
+/**
+ * The trusted branch of a data directory: its setting, else `main` (or else
+ * `master`) when that branch exists, which is then written down so a branch
+ * created later cannot take its place; null when there is none yet.
+ */
+export async function settleTrustedBranch(repo: GitRepository, dataDir: string): Promise<string | null> {
+  const set = readDataDirSettings(dataDir).trustedBranch;
+  if (set !== undefined) return set;
+  const found = (await repo.branchSha('main')) !== null ? 'main' : (await repo.branchSha('master')) !== null ? 'master' : null;
+  if (found !== null) writeDataDirSettings(dataDir, { ...readDataDirSettings(dataDir), trustedBranch: found });
+  return found;
+}
+
+/**
+ * Open the repository and the embedded SQLite store, and return the local
+ * forge on them. An unusable data directory is one `DATA_DIR` error.
+ */
 export async function openLocalForge(options: OpenLocalForgeOptions = {}): Promise<OpenedLocalForge> {
   const repo = await GitRepository.open(options.repoDir ?? process.cwd());
   const dataDir = options.dataDir ?? defaultLocalDataDir(repo);
-  const storage = createLocalRunStorage({
-    directory: dataDir,
-    namespace: LOCAL_FORGE_NAMESPACE,
-    policy: options.policy ?? defaultStoragePolicy,
-    knownSecrets: options.knownSecrets,
-  });
+  checkDataDir(dataDir);
+  let storage: RunStorage;
+  try {
+    storage = createLocalRunStorage({
+      directory: dataDir,
+      namespace: LOCAL_FORGE_NAMESPACE,
+      policy: options.policy ?? defaultStoragePolicy,
+      knownSecrets: options.knownSecrets,
+    });
+  } catch (error) {
+    throw dataDirFailure(dataDir, error);
+  }
+  let trustedBranch: string | undefined;
+  try {
+    trustedBranch = options.trustedBranch ?? (await settleTrustedBranch(repo, dataDir)) ?? undefined;
+  } catch (error) {
+    await storage.close();
+    throw error;
+  }
   const forge = new LocalForge({
     ...options,
     repo,
+    trustedBranch,
+    dataDir,
     storage: { namespace: storage.record.namespace, eventStore: storage.eventStore, artifactStore: storage.artifactStore },
   });
   return { forge, dataDir, close: () => storage.close() };

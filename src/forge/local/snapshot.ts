@@ -1,5 +1,6 @@
 import { ProofgateError } from '../../core/index.js';
-import { maintainerPermission, type RepoConfig } from '../../contracts/repo-config.js';
+import { emptyRepoConfig, maintainerPermission, protectedBranchRefusal, type RepoConfig } from '../../contracts/repo-config.js';
+import type { TrustedConfig } from '../protection.js';
 import type { ChangeSnapshot, RepoPermission } from '../port.js';
 import { judgeMergeability, type MergeabilityJudgment } from './mergeability.js';
 import { changeStream, foldChange, type ChangeRecord } from './records.js';
@@ -17,7 +18,10 @@ export interface LiveChange {
   readonly record: ChangeRecord;
   readonly baseSha: string;
   readonly headSha: string;
+  /** The config of the base (empty when the change is refused). */
   readonly config: RepoConfig;
+  /** Why the open change breaks the protected-branch rule, or null (then `config` is its base's). */
+  readonly refusal: string | null;
   readonly judgment: MergeabilityJudgment;
   /** The `git merge-tree` result of base and head (null unless the change is open). */
   readonly mergeTree: MergeTreeResult | null;
@@ -94,15 +98,20 @@ async function reconcileLandedMerge(repo: GitRepository, store: LocalForgeStore,
 
 /**
  * Read a change in one call: the stored record, the live base and head, the
- * trusted config of the base, the check runs of the current head only, and the
- * mergeability judgment (see mergeability.ts). An open change whose squash
+ * protected-branch rule under `trusted` (the trusted branch's config, which
+ * also gives the author's permission), the config of the base, the check runs
+ * of the current head only, and the mergeability judgment (see
+ * mergeability.ts; a refused change is BLOCKED with the refusal as reason). An open change whose squash
  * commit is already on the base (a merge whose record a crash lost) is
  * recorded as merged first.
  */
-export async function readLiveChange(repo: GitRepository, store: LocalForgeStore, changeId: string): Promise<LiveChange> {
+export async function readLiveChange(repo: GitRepository, store: LocalForgeStore, changeId: string, trusted: TrustedConfig): Promise<LiveChange> {
   const record = await reconcileLandedMerge(repo, store, await store.requireChange(changeId));
   const { baseSha, headSha } = await liveShas(repo, record);
-  const config = await loadTrustedConfig(repo, record.baseRef, baseSha);
+  // An open change whose base is not protected (or whose head is) gets no config from its base: it is refused, never run.
+  const refusal =
+    record.state === 'open' ? protectedBranchRefusal({ trustedBranch: trusted.branch, trustedConfig: trusted.config, base: record.baseRef, head: record.headRef }) : null;
+  const config = refusal === null ? await loadTrustedConfig(repo, record.baseRef, baseSha) : emptyRepoConfig();
   const checks = await store.checks(headSha);
   let mergeTree: MergeTreeResult | null = null;
   let upToDate = true;
@@ -110,14 +119,17 @@ export async function readLiveChange(repo: GitRepository, store: LocalForgeStore
     mergeTree = await repo.mergeTree(baseSha, headSha);
     upToDate = await repo.isAncestor(baseSha, headSha);
   }
-  const judgment = judgeMergeability({
-    state: record.state,
-    conflicts: mergeTree !== null && !mergeTree.clean,
-    upToDate,
-    requireUpToDate: config.requireUpToDate,
-    configuredChecks: config.checks.map((check) => check.name),
-    checks,
-  });
+  const judgment: MergeabilityJudgment =
+    refusal !== null
+      ? { mergeable: 'MERGEABLE', mergeStateStatus: 'BLOCKED', reason: refusal }
+      : judgeMergeability({
+          state: record.state,
+          conflicts: mergeTree !== null && !mergeTree.clean,
+          upToDate,
+          requireUpToDate: config.requireUpToDate,
+          configuredChecks: config.checks.map((check) => check.name),
+          checks,
+        });
   const snapshot: ChangeSnapshot = {
     id: record.changeId,
     number: record.number,
@@ -126,7 +138,7 @@ export async function readLiveChange(repo: GitRepository, store: LocalForgeStore
     draft: false,
     base: { ref: record.baseRef, sha: baseSha },
     head: { ref: record.headRef, sha: headSha },
-    author: { login: record.author, permission: permissionFromConfig(config, record.author) },
+    author: { login: record.author, permission: permissionFromConfig(trusted.config, record.author) },
     mergeable: judgment.mergeable,
     mergeStateStatus: judgment.mergeStateStatus,
     labels: [...record.labels],
@@ -135,5 +147,5 @@ export async function readLiveChange(repo: GitRepository, store: LocalForgeStore
     mergeCommitSha: record.merge?.mergeCommitSha ?? null,
     url: null,
   };
-  return { record, baseSha, headSha, config, judgment, mergeTree, snapshot };
+  return { record, baseSha, headSha, config, refusal, judgment, mergeTree, snapshot };
 }

@@ -1,10 +1,11 @@
-import { emptyRepoConfig, parseRepoConfigYaml, type RepoConfig } from '../../contracts/repo-config.js';
+import { REPO_CONFIG_PATH, emptyRepoConfig, parseRepoConfigYaml, type RepoConfig } from '../../contracts/repo-config.js';
 import type { GitRepository } from './repository.js';
 
-export const CONFIG_PATH = '.proofgate.yml';
+export const CONFIG_PATH = REPO_CONFIG_PATH;
 
 /**
- * The trusted configuration at one commit of the BASE branch. A change never
+ * The configuration at one commit of a protected branch (the trusted branch,
+ * or a change's base once it passed the protected-branch rule). A change never
  * configures itself: callers pass the base sha, never the head. A commit
  * without `.proofgate.yml` gets the empty configuration (no checks, no
  * maintainers); a malformed file is one `CONFIG` error naming the key path.

@@ -1,10 +1,12 @@
-import { chmod, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
-import { canonicalJson } from '../../core/index.js';
+import { constants } from 'node:fs';
+import { open, realpath, writeFile } from 'node:fs/promises';
+import { isAbsolute, join } from 'node:path';
+import type { ReviewRequestV1 } from '../../contracts/index.js';
+import type { SandboxMode } from '../../host/index.js';
 import { reviewerEnvironment } from '../environment.js';
 import { evidenceFileName } from '../evidence.js';
 import { createSandbox, removeSandbox, treeManifest } from '../sandbox.js';
-import { invalid } from '../validate.js';
+import { invalid, validateLaneResult } from '../validate.js';
 import { runContained, type ProcessOutcome } from './process.js';
 import { transportFailure, type LaneAdapter, type LaneRunContext, type LaneRun } from './types.js';
 
@@ -15,14 +17,19 @@ function firstLine(text: string): string {
   return text.trim().split('\n')[0]?.slice(0, 200) ?? '';
 }
 
-function interpret(context: LaneRunContext, outcome: ProcessOutcome): unknown {
+/** What was stopped when a reviewer ran out of time: jailed, the whole jail; unjailed, its process group. */
+function whatWasKilled(sandbox: SandboxMode): string {
+  return sandbox === 'jail' ? 'its jail and everything in it killed' : 'process group killed';
+}
+
+function interpret(context: LaneRunContext, outcome: ProcessOutcome & { readonly sandbox: SandboxMode }): unknown {
   switch (outcome.kind) {
     case 'timeout':
-      return transportFailure(context, `timed out after ${Math.round(outcome.ms / 1000)}s; process group killed`);
+      return transportFailure(context, `timed out after ${Math.round(outcome.ms / 1000)}s; ${whatWasKilled(outcome.sandbox)}`);
     case 'too-large':
       return transportFailure(context, `output too large (more than ${outcome.limit} bytes)`);
     case 'spawn-error':
-      return transportFailure(context, `cannot start reviewer: ${outcome.message}`);
+      return transportFailure(context, `cannot start reviewer: ${firstLine(outcome.message)}`);
     case 'signaled':
       return transportFailure(context, `reviewer killed by ${outcome.signal}`);
     case 'exited': {
@@ -42,45 +49,95 @@ function interpret(context: LaneRunContext, outcome: ProcessOutcome): unknown {
 }
 
 /**
- * The `command` adapter: the configured program runs in a fresh read-only
- * snapshot of the head with a cut-down environment, reads the request JSON on
- * stdin (also at $PROOFGATE_REVIEW_REQUEST), writes its evidence at
- * $PROOFGATE_EVIDENCE_PATH and prints one lane result JSON on stdout.
+ * Take the reviewer's evidence out of its job (the program has ended, and
+ * everything it started with it). The answer is first judged against the
+ * request the reviewer saw (`validateLaneResult` on the staged request: its
+ * copies of the diff and contract still match the bound digests, and the
+ * evidence is a nonempty regular file inside the job's evidence directory
+ * after resolving symlinks); a result that fails there is returned as the
+ * breach. A verdict's evidence is then copied into the lane's real evidence
+ * directory and the result points there. A transport failure's evidence
+ * path is dropped: the job dir does not outlive the lane.
+ */
+async function collectEvidence(context: LaneRunContext, seen: ReviewRequestV1, raw: unknown): Promise<Pick<LaneRun, 'raw' | 'breach'>> {
+  const validation = await validateLaneResult(raw, seen, { laneId: context.lane.id, contextId: context.contextId });
+  if (!validation.valid) return { raw, breach: validation };
+  const result = raw as Record<string, unknown> & { evidence_path?: string };
+  const { evidence_path: evidencePath, ...rest } = result;
+  if (evidencePath === undefined) return { raw };
+  if (!('disposition' in result)) return { raw: rest };
+  const source = await realpath(isAbsolute(evidencePath) ? evidencePath : join(seen.evidence_dir, evidencePath));
+  const target = join(context.request.evidence_dir, evidenceFileName(seen.subject_id, seen.head_sha, seen.nonce));
+  const handle = await open(source, constants.O_RDONLY | constants.O_NOFOLLOW);
+  try {
+    if (!(await handle.stat()).isFile()) return { raw, breach: invalid('EVIDENCE_NOT_REGULAR', `evidence ${source} is not a regular file`) };
+    await writeFile(target, await handle.readFile(), { mode: 0o444, flag: 'wx' });
+  } finally {
+    await handle.close();
+  }
+  return { raw: { ...rest, evidence_path: target } };
+}
+
+/**
+ * The `command` adapter. The configured program is resolved and started in a
+ * read-only export of the TRUSTED commit (the base the config came from), so
+ * a change cannot edit the reviewer that judges it; the head under review is
+ * a read-only export at $PROOFGATE_HEAD_DIR, data the program reads. It runs
+ * jailed with its job directory as the only writable tree and the only other
+ * thing it sees: HOME, TMPDIR, its evidence directory and read-only copies of
+ * the request, the diff and the contract (nothing of proofgate's data dir),
+ * no network unless the lane says `network: true`, and only the provider
+ * variables its `env` names. It reads the request JSON on stdin (also at
+ * $PROOFGATE_REVIEW_REQUEST; its paths are the copies, its digests the bound
+ * ones), writes its evidence at $PROOFGATE_EVIDENCE_PATH and prints one lane
+ * result JSON on stdout; proofgate then collects the evidence (see
+ * `collectEvidence`).
  */
 export function commandReviewer(options: { outputLimit?: number } = {}): LaneAdapter {
   return async (context): Promise<LaneRun> => {
-    const argv = context.lane.config.command;
+    const { lane, request, trusted } = context;
+    const argv = lane.config.command;
     if (argv === undefined) return { raw: transportFailure(context, 'lane has no command') };
-    const { request } = context;
-    const sandbox = await createSandbox(context.repoDir, request.head_sha);
+    const sandbox = await createSandbox(context.repoDir, trusted.sha, request);
     try {
-      const requestText = `${canonicalJson(request)}\n`;
-      const requestFile = join(sandbox.root, 'request.json');
-      await writeFile(requestFile, requestText);
-      await chmod(requestFile, 0o444);
-      const env = reviewerEnvironment(process.env, {
-        home: sandbox.home,
-        tmp: sandbox.tmp,
-        requestFile,
-        evidenceDir: request.evidence_dir,
-        evidencePath: join(request.evidence_dir, evidenceFileName(request.subject_id, request.head_sha, request.nonce)),
-        laneId: context.lane.id,
-        family: context.lane.family,
-        contextId: context.contextId,
-      });
-      const outcome = await runContained(argv, {
-        cwd: sandbox.snapshot,
+      const seen = sandbox.request;
+      const env = reviewerEnvironment(
+        context.env,
+        {
+          home: sandbox.home,
+          tmp: sandbox.tmp,
+          requestFile: sandbox.requestFile,
+          headDir: sandbox.snapshot,
+          evidenceDir: seen.evidence_dir,
+          evidencePath: join(seen.evidence_dir, evidenceFileName(seen.subject_id, seen.head_sha, seen.nonce)),
+          laneId: lane.id,
+          family: lane.family,
+          contextId: context.contextId,
+        },
+        lane.config.env ?? [],
+      );
+      const outcome = await runContained({
+        argv,
+        sandbox: trusted.sandbox,
+        jobDir: sandbox.jobDir,
+        cwd: sandbox.program,
         env,
-        stdin: requestText,
-        timeoutMs: context.lane.timeoutMs,
+        mounts: [
+          { path: sandbox.program, writable: false },
+          { path: sandbox.snapshot, writable: false },
+        ],
+        ...(trusted.cacheDir === undefined ? {} : { cacheDir: trusted.cacheDir }),
+        network: lane.config.network === true,
+        stdin: sandbox.requestText,
+        timeoutMs: lane.timeoutMs,
         outputLimit: options.outputLimit ?? DEFAULT_OUTPUT_LIMIT,
       });
-      const raw = interpret(context, outcome);
       const after = await treeManifest(sandbox.snapshot).catch(() => 'unreadable');
+      const collected = await collectEvidence(context, seen, interpret(context, outcome));
       if (after !== sandbox.manifest) {
-        return { raw, breach: invalid('READ_ONLY_VIOLATED', 'the reviewer changed its read-only snapshot of the head') };
+        return { raw: collected.raw, sandbox: outcome.sandbox, breach: invalid('READ_ONLY_VIOLATED', 'the reviewer changed its read-only snapshot of the head') };
       }
-      return { raw };
+      return { ...collected, sandbox: outcome.sandbox };
     } finally {
       await removeSandbox(sandbox.root);
     }

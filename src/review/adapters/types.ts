@@ -1,5 +1,6 @@
 import type { ReviewConfig, ReviewDisposition, ReviewFinding, ReviewLaneConfig, ReviewRequestV1, SemanticLaneResultV1, TransportLaneResultV1 } from '../../contracts/index.js';
 import { REVIEW_LANE_RESULT_SCHEMA } from '../../contracts/index.js';
+import type { SandboxMode } from '../../host/index.js';
 import type { LaneValidation } from '../validate.js';
 
 /** A configured lane, resolved: its family and timeout are always known. */
@@ -10,6 +11,24 @@ export interface LaneSpec {
   readonly config: ReviewLaneConfig;
 }
 
+/**
+ * The trusted side of a lane run: the commit the review's config was read
+ * from, whose tree supplies every reviewer program (never the head under
+ * review), and that config's jail policy.
+ */
+export interface TrustedTree {
+  readonly sha: string;
+  /** `jail` (the default), or `none` when the trusted config says `sandbox: none`. */
+  readonly sandbox: SandboxMode;
+  /** A shared cache directory the trusted config names (writable by every job), if any. */
+  readonly cacheDir?: string;
+}
+
+/** The trusted tree of a review whose config (a parsed `.proofgate.yml`) was read from commit `sha`. */
+export function trustedTreeOf(sha: string, config: { readonly sandbox?: SandboxMode | undefined; readonly cacheDir?: string | undefined }): TrustedTree {
+  return { sha, sandbox: config.sandbox ?? 'jail', ...(config.cacheDir === undefined ? {} : { cacheDir: config.cacheDir }) };
+}
+
 /** Everything an adapter gets for one lane run. */
 export interface LaneRunContext {
   readonly request: ReviewRequestV1;
@@ -18,7 +37,8 @@ export interface LaneRunContext {
   readonly contextId: string;
   readonly repoDir: string;
   readonly review: ReviewConfig;
-  /** Environment the adapter may read its own settings from (API keys); never passed to a reviewer process. */
+  readonly trusted: TrustedTree;
+  /** Environment the adapter reads its own settings from (API keys); a reviewer process gets only what its lane's `env` names. */
   readonly env: NodeJS.ProcessEnv;
 }
 
@@ -26,6 +46,8 @@ export interface LaneRunContext {
 export interface LaneRun {
   readonly raw: unknown;
   readonly breach?: LaneValidation;
+  /** How a reviewer program ran: `jail`, or `none` (unjailed, as the trusted config allowed); absent for in-process lanes. */
+  readonly sandbox?: SandboxMode;
 }
 
 export type LaneAdapter = (context: LaneRunContext) => Promise<LaneRun>;

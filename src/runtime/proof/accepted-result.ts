@@ -106,6 +106,20 @@ export async function createAcceptedResultRecord(
 }
 
 /**
+ * The accepted-result record stored at `position` of a run, checked against
+ * its own digest and place, or null when none is stored. Reading a record is
+ * not accepting it: only `resolveAcceptedResult` says whether it still holds.
+ */
+export async function readAcceptedResult(storage: RunStorage, runId: string, position: string): Promise<AcceptedResultRecord | null> {
+  checkRunId(runId);
+  const stored = await storage.eventStore.read(acceptedStreamId(runId, position));
+  const first = stored[0];
+  if (!first) return null;
+  if (first.type !== ACCEPTED_RESULT_EVENT || stored.length !== 1) invalid(`accepted-result stream of ${position} is malformed`);
+  return deepFreeze(checkStoredRecord(first.data, runId, position));
+}
+
+/**
  * `accepted` with the stored record while the stored graph, the completed
  * result and every bound value still match `query`; otherwise `wait`. The
  * query is compared in its stored form (the storage policy applied), so text

@@ -1,5 +1,5 @@
 import type { Sha256Digest } from '../../core/index.js';
-import { canonicalBytes } from '../../core/index.js';
+import { canonicalBytes, sha256Digest } from '../../core/index.js';
 import type { ArtifactScope, ArtifactStore } from '../../storage/ports.js';
 import type { ReadonlyJsonValue } from '../json-types.js';
 
@@ -22,4 +22,13 @@ export async function writeProofArtifact(artifactStore: ArtifactStore, scope: Ar
   const bytes = canonicalBytes(packet);
   const ref = await artifactStore.write(scope, bytes, { mediaType: PROOF_MEDIA_TYPE, purpose: PROOF_PURPOSE });
   return Object.freeze({ digest: ref.digest, byteLength: ref.byteLength, mediaType: PROOF_MEDIA_TYPE, purpose: PROOF_PURPOSE });
+}
+
+/**
+ * The reference `writeProofArtifact` returns for `packet`, computed without
+ * storing anything: how a caller names a packet it stored before.
+ */
+export function proofArtifactRef(packet: ReadonlyJsonValue): ProofArtifactRef {
+  const bytes = canonicalBytes(packet);
+  return Object.freeze({ digest: sha256Digest(bytes), byteLength: bytes.byteLength, mediaType: PROOF_MEDIA_TYPE, purpose: PROOF_PURPOSE });
 }

@@ -1,14 +1,27 @@
-import { existsSync, readFileSync } from 'node:fs';
-import { afterEach, describe, expect, it } from 'vitest';
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ALLOWED_ENVIRONMENT, repairConfigFrom, runRepair, type RepairConfig, type RepairContext } from '../../../src/automerge/repair/index.js';
 import type { ChangeSnapshot } from '../../../src/forge/port.js';
-import { BAD_FIX, CHECK, CHECKS_OUT_BRANCH, COMMITS_ITSELF, FAILS, FIX_FROM_LOG, HANGS, MERGES_BASE, NOTHING } from './agent-scripts.js';
-import { IDENTITY, repairFixture, writeScript, type RepairFixture } from './fixture.js';
+import { parseRepoConfigYaml } from '../../../src/contracts/repo-config.js';
+import { prepareJobDir, type SandboxMode } from '../../../src/host/index.js';
+import { survivors } from '../../attacks/support.js';
+import { runCliAsync } from '../../cli/helpers.js';
+import { jailSkipReason, sandboxForTests } from '../../support/jail.js';
+import { BAD_FIX, CHECK, FAILS, FIX_FROM_LOG, HANGS, HOSTILE, NOTHING, RESOLVES_MERGE } from './agent-scripts.js';
+import { IDENTITY, repairFixture, type RepairFixture } from './fixture.js';
 
 let fixture: RepairFixture | undefined;
 afterEach(async () => {
   await fixture?.cleanup();
   fixture = undefined;
+});
+
+let sandbox: SandboxMode = 'jail';
+let skipJail: string | null = null;
+beforeAll(async () => {
+  sandbox = await sandboxForTests();
+  skipJail = await jailSkipReason();
 });
 
 const CONFIG_YML = 'checks:\n  - name: unit\n    run: [node, check.cjs]\n';
@@ -17,13 +30,16 @@ const CHANGELOG = '# Changelog\n\n## Unreleased\n\n- existing entry\n';
 interface Scenario {
   readonly f: RepairFixture;
   readonly snapshot: ChangeSnapshot;
+  /** The shared cache dir the trusted config names: the agent scripts and their reports live there (the jail sees it). */
+  readonly cache: string;
   readonly report: string;
   readonly config: RepairConfig;
+  script(name: string, source: string): string;
   context(overrides?: Partial<RepairContext>): Promise<RepairContext>;
 }
 
 /** main has a check that needs value.txt = ok; the change breaks it; the check has run and failed. */
-async function failingChange(agentSource: string, options: { timeoutSeconds?: number; behind?: boolean } = {}): Promise<Scenario> {
+async function failingChange(agentSource: string, options: { timeoutSeconds?: number; behind?: boolean; args?: readonly string[] } = {}): Promise<Scenario> {
   const f = await repairFixture({ '.proofgate.yml': CONFIG_YML, 'check.cjs': CHECK, 'value.txt': 'ok\n', 'CHANGELOG.md': CHANGELOG, 'src/app.txt': 'one\ntwo\nthree\n' });
   fixture = f;
   f.commit('feature', { 'value.txt': 'broken\n', 'CHANGELOG.md': CHANGELOG.replace('- existing', '- change entry\n- existing') }, 'break value', 'main');
@@ -31,30 +47,39 @@ async function failingChange(agentSource: string, options: { timeoutSeconds?: nu
   if (options.behind === true) f.commit('main', { 'CHANGELOG.md': CHANGELOG.replace('- existing', '- main entry\n- existing'), 'other.txt': 'o\n' }, 'main moves');
   await f.forge.runChecks(change.id);
   const snapshot = await f.forge.snapshot(change.id);
-  const script = writeScript(f, 'agent.cjs', agentSource);
-  const report = `${f.root}/report.json`;
-  const config = repairConfigFrom({ automerge: { gate: ['node', 'check.cjs'], agentFix: { command: ['node', script, report] } } });
-  const limited: RepairConfig = options.timeoutSeconds === undefined ? config : { ...config, agentFix: { command: config.agentFix?.command ?? [], timeoutSeconds: options.timeoutSeconds } };
+  // The jail's uid must reach the cache dir to mount it; nothing else under the fixture root is mounted.
+  chmodSync(f.root, 0o755);
+  const cache = join(f.root, 'cache');
+  mkdirSync(cache);
+  const script = (name: string, source: string) => {
+    const path = join(cache, name);
+    writeFileSync(path, source, { mode: 0o644 });
+    return path;
+  };
+  const report = join(cache, 'report.json');
+  script('report.json', '{}');
+  await prepareJobDir(cache);
+  const command = ['node', script('agent.cjs', agentSource), report, ...(options.args ?? [])];
+  const config: RepairConfig = {
+    ...repairConfigFrom({ automerge: { gate: ['node', 'check.cjs'], agentFix: { command, ...(options.timeoutSeconds === undefined ? {} : { timeoutSeconds: options.timeoutSeconds }) } }, sandbox, cacheDir: cache }),
+  };
   return {
     f,
     snapshot,
+    cache,
     report,
-    config: limited,
+    config,
+    script,
     context: async (overrides = {}) => {
       const failing = snapshot.checks.filter((check) => check.conclusion === 'failure');
       const failingChecks = await Promise.all(failing.map(async (check) => ({ check, log: await f.checkLog(check.url) })));
-      return f.context(snapshot, { repair: 'fix-checks', reason: 'failed checks: unit', failingChecks, config: limited, ...overrides });
+      return f.context(snapshot, { repair: 'fix-checks', reason: 'failed checks: unit', failingChecks, config, ...overrides });
     },
   };
 }
 
-function alive(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return !/^\d+ \(.*\) Z/.test(stat);
-  } catch {
-    return false;
-  }
+function seen<T = { env: Record<string, string>; contextPath: string; cwd: string; hasGit: boolean; context: { repair: string; failingChecks: { log: string }[]; worktree: { rebasedOnto: string | null } } }>(s: Scenario): T {
+  return JSON.parse(readFileSync(s.report, 'utf8')) as T;
 }
 
 function clean(f: RepairFixture, head: string) {
@@ -63,8 +88,10 @@ function clean(f: RepairFixture, head: string) {
   expect(f.sha('feature')).toBe(head);
 }
 
+const killed = () => (sandbox === 'jail' ? 'its jail and everything in it killed' : 'process group killed');
+
 describe('runRepair: agent-fix on the local forge', () => {
-  it('fixes a failing check from its log, passes the gate, commits and pushes once', async () => {
+  it('fixes a failing check from its log; proofgate commits the edit, the gate passes, one push', async () => {
     const s = await failingChange(FIX_FROM_LOG);
     const { f, snapshot } = s;
     expect(snapshot.checks.map((check) => [check.name, check.conclusion])).toEqual([['unit', 'failure']]);
@@ -79,12 +106,16 @@ describe('runRepair: agent-fix on the local forge', () => {
     expect(f.show('feature', 'value.txt')).toBe('ok');
     expect(f.git(['log', '-1', '--format=%an <%ae>|%cn|%s', outcome.newHead])).toBe(`${IDENTITY.name} <${IDENTITY.email}>|${IDENTITY.name}|proofgate agent-fix: fix-checks for change ${snapshot.id}`);
     expect(f.git(['rev-parse', `${outcome.newHead}^`])).toBe(snapshot.head.sha);
+    // Only the one edit: nothing the agent's run left around it (the report lives outside the tree).
+    expect(f.git(['diff', '--name-only', snapshot.head.sha, outcome.newHead])).toBe('value.txt');
     expect(f.pushes).toHaveLength(1);
     expect(lines.some((line) => line.startsWith('gate passed'))).toBe(true);
-    const seen = JSON.parse(readFileSync(s.report, 'utf8')) as { contextPath: string; context: { repair: string; failingChecks: { name: string; log: string }[] } };
-    expect(seen.context.repair).toBe('fix-checks');
-    expect(seen.context.failingChecks[0]?.log).toContain('value.txt must say ok, found broken');
-    expect(existsSync(seen.contextPath)).toBe(false);
+    const report = seen(s);
+    expect(report.hasGit).toBe(false);
+    expect(report.context.repair).toBe('fix-checks');
+    expect(report.context.failingChecks[0]?.log).toContain('value.txt must say ok, found broken');
+    expect(existsSync(report.contextPath)).toBe(false);
+    expect(existsSync(report.cwd)).toBe(false);
     expect(f.status()).toBe('');
     expect(f.worktrees()).toBe(1);
     // The checks run again on the new head and pass.
@@ -101,17 +132,7 @@ describe('runRepair: agent-fix on the local forge', () => {
     expect(s.f.show('feature', 'CHANGELOG.md')).toBe('# Changelog\n\n## Unreleased\n\n- main entry\n- change entry\n- existing entry');
     expect(s.f.show('feature', 'value.txt')).toBe('ok');
     expect(s.f.git(['merge-base', '--is-ancestor', 'main', 'feature'])).toBe('');
-    const seen = JSON.parse(readFileSync(s.report, 'utf8')) as { context: { worktree: { rebasedOnto: string } } };
-    expect(seen.context.worktree.rebasedOnto).toBe(s.f.sha('main'));
-  });
-
-  it('accepts commits the agent made itself', async () => {
-    const s = await failingChange(COMMITS_ITSELF);
-    const outcome = await runRepair(await s.context({ repair: 'fix-findings', failingChecks: [], findings: [{ title: 'value is broken', evidence: 'value.txt says broken', path: 'value.txt', line: 1 }] }));
-    expect(outcome).toMatchObject({ kind: 'pushed', method: 'agent-fix' });
-    expect(s.f.git(['log', '-1', '--format=%s', 'feature'])).toBe('agent: fix value');
-    const seen = JSON.parse(readFileSync(s.report, 'utf8')) as { context: { findings: unknown[] } };
-    expect(seen.context.findings).toEqual([{ title: 'value is broken', evidence: 'value.txt says broken', path: 'value.txt', line: 1 }]);
+    expect(seen(s).context.worktree.rebasedOnto).toBe(s.f.sha('main'));
   });
 
   it('pushes nothing when the gate fails, and says why with the gate output', async () => {
@@ -130,7 +151,7 @@ describe('runRepair: agent-fix on the local forge', () => {
     const s = await failingChange(NOTHING);
     expect(await runRepair(await s.context())).toEqual({ kind: 'no-change', reason: 'agent-fix made no change', conflicts: [] });
     clean(s.f, s.snapshot.head.sha);
-    const failing = { ...s.config, agentFix: { command: ['node', writeScript(s.f, 'fails.cjs', FAILS), s.report], timeoutSeconds: 30 } };
+    const failing = { ...s.config, agentFix: { command: ['node', s.script('fails.cjs', FAILS), s.report], timeoutSeconds: 30 } };
     const outcome = await runRepair(await s.context({ config: failing }));
     expect(outcome).toMatchObject({ kind: 'failed', transient: false, reason: expect.stringContaining('agent-fix exited with 3; output tail: agent gave up') });
     expect(s.f.pushes).toEqual([]);
@@ -138,26 +159,13 @@ describe('runRepair: agent-fix on the local forge', () => {
   });
 
   it('kills an agent that hangs at its time limit, with everything it started', async () => {
-    const s = await failingChange(HANGS, { timeoutSeconds: 1 });
-    const started = Date.now();
+    const marker = `pghang${process.pid}x${Math.random().toString(36).slice(2, 10)}`;
+    const s = await failingChange(HANGS, { timeoutSeconds: 1, args: [marker] });
     const outcome = await runRepair(await s.context());
-    expect(Date.now() - started).toBeLessThan(6000);
-    expect(outcome).toMatchObject({ kind: 'failed', transient: false, reason: expect.stringContaining('agent-fix timed out after 1s; process group killed') });
-    const pids = JSON.parse(readFileSync(`${s.report}.pids`, 'utf8')) as number[];
-    expect(pids).toHaveLength(2);
-    for (const pid of pids) expect(alive(pid)).toBe(false);
+    expect(outcome).toMatchObject({ kind: 'failed', transient: false, reason: expect.stringContaining(`agent-fix timed out after 1s; ${killed()}`) });
+    expect(survivors(marker)).toEqual([]);
     expect(s.f.pushes).toEqual([]);
     clean(s.f, s.snapshot.head.sha);
-  });
-
-  it('refuses a worktree left on a branch', async () => {
-    const s = await failingChange(CHECKS_OUT_BRANCH);
-    const before = s.f.refs();
-    const outcome = await runRepair(await s.context());
-    expect(outcome).toMatchObject({ kind: 'failed', reason: expect.stringContaining('checked out refs/heads/agent-branch') });
-    expect(s.f.pushes).toEqual([]);
-    // The branch the agent made is its own doing; the repair itself moved nothing.
-    expect(s.f.refs().filter((line) => !line.startsWith('refs/heads/agent-branch '))).toEqual(before);
   });
 
   it('hides secrets from the agent: allow-listed environment, redacted logs', async () => {
@@ -172,11 +180,11 @@ describe('runRepair: agent-fix on the local forge', () => {
       expect(outcome).toMatchObject({ kind: 'pushed' });
       const raw = readFileSync(s.report, 'utf8');
       for (const value of [...Object.values(secrets), 'known-secret-in-log-7', 'abc123def']) expect(raw).not.toContain(value);
-      const seen = JSON.parse(raw) as { env: Record<string, string>; context: { failingChecks: { log: string }[] } };
-      const allowed = new Set([...ALLOWED_ENVIRONMENT, 'PROOFGATE_REPAIR_CONTEXT', 'PROOFGATE_REPAIR_KIND', 'PROOFGATE_CHANGE_ID', 'PROOFGATE_BASE_SHA', 'PROOFGATE_HEAD_SHA', 'PROOFGATE_START_SHA', 'GIT_AUTHOR_NAME', 'GIT_AUTHOR_EMAIL', 'GIT_COMMITTER_NAME', 'GIT_COMMITTER_EMAIL']);
-      expect(Object.keys(seen.env).filter((name) => !allowed.has(name))).toEqual([]);
-      expect(seen.env.PATH).toBe(process.env.PATH);
-      expect(seen.context.failingChecks[0]?.log).toContain('leaked [redacted] and token=[redacted:assignment]');
+      const report = seen(s);
+      const allowed = new Set([...ALLOWED_ENVIRONMENT, 'PWD', 'PROOFGATE_REPAIR_CONTEXT', 'PROOFGATE_REPAIR_KIND', 'PROOFGATE_CHANGE_ID', 'PROOFGATE_BASE_SHA', 'PROOFGATE_HEAD_SHA', 'PROOFGATE_START_SHA']);
+      expect(Object.keys(report.env).filter((name) => !allowed.has(name))).toEqual([]);
+      expect(report.env.PATH).toBe(process.env.PATH);
+      expect(report.context.failingChecks[0]?.log).toContain('leaked [redacted] and token=[redacted:assignment]');
     } finally {
       for (const [name, value] of Object.entries(saved)) {
         if (value === undefined) delete process.env[name];
@@ -185,8 +193,8 @@ describe('runRepair: agent-fix on the local forge', () => {
     }
   });
 
-  it('hands an unresolvable rebase to the agent when asked, and pushes its gated merge', async () => {
-    const s = await failingChange(MERGES_BASE);
+  it('hands an unresolvable rebase to the agent when asked: it resolves git\'s conflict markers, proofgate commits the merge', async () => {
+    const s = await failingChange(RESOLVES_MERGE);
     const { f } = s;
     // A real source conflict on top of the failing change; value fixed on main's side of the story.
     f.commit('feature', { 'src/app.txt': 'one\nTWO (change)\nthree\n', 'value.txt': 'ok\n' }, 'edit two');
@@ -197,8 +205,10 @@ describe('runRepair: agent-fix on the local forge', () => {
     expect(without).toMatchObject({ kind: 'no-change', conflicts: ['src/app.txt'] });
     const outcome = await runRepair({ ...base, snapshot, repair: 'rebase', agentFixConflicts: true });
     expect(outcome).toMatchObject({ kind: 'pushed', method: 'agent-fix', gated: true });
+    expect(seen<{ conflicted: string }>(s).conflicted).toContain('<<<<<<<');
     expect(f.show('feature', 'src/app.txt')).toBe('one\nTWO (both)\nthree');
     expect(f.git(['merge-base', '--is-ancestor', 'main', 'feature'])).toBe('');
+    expect(f.git(['log', '-1', '--format=%P', 'feature'])).toBe(`${snapshot.head.sha} ${snapshot.base.sha}`);
     expect(f.pushes).toHaveLength(1);
     expect(f.status()).toBe('');
   });
@@ -229,8 +239,114 @@ describe('runRepair: agent-fix on the local forge', () => {
     expect(ungated).toMatchObject({ kind: 'failed', transient: false, reason: expect.stringContaining('without a gate') });
     const controller = new AbortController();
     const aborted = await runRepair(await s.context({ signal: controller.signal, onProgress: (line) => (line.startsWith('agent-fix:') ? controller.abort() : undefined) }));
-    expect(aborted).toEqual({ kind: 'failed', reason: 'agent-fix aborted; process group killed', transient: true });
+    expect(aborted).toEqual({ kind: 'failed', reason: `agent-fix aborted; ${killed()}`, transient: true });
     expect(s.f.pushes).toEqual([]);
     clean(s.f, s.snapshot.head.sha);
+  });
+});
+
+describe('automerge.agentFix from .proofgate.yml', () => {
+  it('passes exactly the provider variables agentFix.env names; a reserved name is a CONFIG error', async () => {
+    const s = await failingChange(FIX_FROM_LOG);
+    const command = s.config.agentFix?.command ?? [];
+    const yaml = `automerge:\n  gate: [node, check.cjs]\n  agentFix:\n    command: ${JSON.stringify(command)}\n    network: false\n    env: [FIXER_API_KEY]\n`;
+    const config = repairConfigFrom({ ...parseRepoConfigYaml(yaml, 'main:.proofgate.yml'), sandbox, cacheDir: s.cache });
+    expect(config.agentFix).toMatchObject({ network: false, env: ['FIXER_API_KEY'] });
+    const secrets = { FIXER_API_KEY: 'fixer-provider-key-value-1', OTHER_API_KEY: 'other-provider-key-value-2', GITHUB_TOKEN: `ghp_${'Q7w8'.repeat(9)}` };
+    Object.assign(process.env, secrets);
+    try {
+      const outcome = await runRepair(await s.context({ config }));
+      expect(outcome).toMatchObject({ kind: 'pushed', method: 'agent-fix' });
+      const { env } = seen(s);
+      expect(env.FIXER_API_KEY).toBe(secrets.FIXER_API_KEY);
+      expect(env.OTHER_API_KEY).toBeUndefined();
+      expect(env.GITHUB_TOKEN).toBeUndefined();
+    } finally {
+      for (const name of Object.keys(secrets)) delete process.env[name];
+    }
+    for (const name of ['GITHUB_TOKEN', 'PROOFGATE_WEBHOOK_SECRET', 'HOME']) {
+      const reserved = `automerge:\n  gate: [x]\n  agentFix: { command: [x], env: [${name}] }\n`;
+      expect(() => parseRepoConfigYaml(reserved, 'main:.proofgate.yml')).toThrow(`main:.proofgate.yml: automerge.agentFix.env[0]: ${name} cannot be passed to agent-fix`);
+    }
+    expect(() => parseRepoConfigYaml('automerge:\n  agentFix: { command: [x], network: yes-please }\n', 'main:.proofgate.yml')).toThrow(/automerge\.agentFix\.network/);
+  });
+});
+
+describe('automerge without a working jail', () => {
+  it('ends with one JAIL_UNAVAILABLE error naming bubblewrap when the agent-fix must run jailed: exit 1, nothing pushed', async () => {
+    const config = [
+      'sandbox: jail',
+      'review:',
+      '  lanes:',
+      '    - id: rules',
+      '      builtin: rules',
+      '  rules:',
+      '    forbiddenPaths: [secret/]',
+      'automerge:',
+      '  gate: [node, check.cjs]',
+      '  agentFix: { command: [sh, -c, "rm -rf secret"] }',
+      '',
+    ].join('\n');
+    const f = await repairFixture({ '.proofgate.yml': config, 'check.cjs': CHECK, 'value.txt': 'ok\n' });
+    fixture = f;
+    const head = f.commit('feature', { 'secret/key.txt': 'not for main\n' }, 'add a forbidden file', 'main');
+    const refsBefore = f.refs();
+    const data = join(f.root, 'cli-data');
+    const opened = await runCliAsync(['change', 'open', '--head', 'feature', '--repo', f.dir, '--data', data]);
+    expect(opened.status).toBe(0);
+    // The seam in src/host/jail/status.ts: a bwrap that is not there is a machine without a working jail.
+    const run = await runCliAsync(['automerge', '1', '--repo', f.dir, '--data', data], { env: { PROOFGATE_BWRAP: join(f.root, 'no-such-bwrap') } });
+    expect(run.status).toBe(1);
+    const errors = run.stderr.split('\n').filter((line) => line.startsWith('proofgate:'));
+    expect(errors).toHaveLength(1);
+    expect(errors[0]).toMatch(/bubblewrap.*\[JAIL_UNAVAILABLE\]$/);
+    expect(run.stderr).toContain('agent-fix:');
+    expect(f.sha('feature')).toBe(head);
+    expect(f.refs()).toEqual(refsBefore);
+    expect(f.status()).toBe('');
+  });
+});
+
+describe('runRepair: a hostile agent-fix is contained by the jail', () => {
+  it('cannot plant git config or hooks, leak symlinks, read proofgate\'s environment or outlive its run; its edit still becomes the commit', async (test) => {
+    if (skipJail !== null) test.skip(skipJail);
+    const marker = `pghostile${process.pid}x${Math.random().toString(36).slice(2, 10)}`;
+    process.env.GITHUB_TOKEN = `ghp_${'Zz90'.repeat(9)}`;
+    try {
+      const s = await failingChange(HOSTILE);
+      const { f, snapshot } = s;
+      // The repository path is only known once the fixture exists: name it in the agent's argv now.
+      const command = ['node', join(s.cache, 'agent.cjs'), s.report, f.dir, marker];
+      const gitDir = join(f.dir, '.git');
+      const before = { config: readFileSync(join(gitDir, 'config'), 'utf8'), untracked: f.git(['ls-files', '--others']), refs: f.refs() };
+      const hooksBefore = existsSync(join(gitDir, 'hooks', 'post-checkout'));
+      const lines: string[] = [];
+
+      const outcome = await runRepair(await s.context({ config: { ...s.config, agentFix: { command, timeoutSeconds: 60 } }, onProgress: (line) => lines.push(line) }));
+
+      const report = seen<Record<string, string>>(s);
+      expect(report.realGitConfig).toMatch(/^failed/);
+      expect(report.realHook).toMatch(/^failed/);
+      expect(report.realFile).toMatch(/^failed/);
+      expect(report.environ ?? '').not.toContain('ghp_');
+      expect(report.environ ?? '').not.toContain('GITHUB_TOKEN');
+      expect(readFileSync(join(gitDir, 'config'), 'utf8')).toBe(before.config);
+      expect(existsSync(join(gitDir, 'hooks', 'post-checkout'))).toBe(hooksBefore);
+      expect(f.git(['ls-files', '--others'])).toBe(before.untracked);
+      expect(survivors(marker)).toEqual([]);
+      expect(existsSync('/tmp/pwned')).toBe(false);
+
+      expect(outcome).toMatchObject({ kind: 'pushed', method: 'agent-fix', gated: true });
+      if (outcome.kind !== 'pushed') throw new Error('not pushed');
+      // The honest edit and the in-tree link are the commit; nothing else the agent planted is.
+      expect(f.git(['diff', '--name-only', snapshot.head.sha, outcome.newHead]).split('\n').sort()).toEqual(['value-link', 'value.txt']);
+      expect(f.git(['ls-tree', outcome.newHead, 'value-link'])).toMatch(/^120000 /);
+      expect(f.show('feature', 'value.txt')).toBe('ok');
+      for (const path of ['.git', 'passwd-link', 'src/escape']) expect(lines.some((line) => line.includes(`left out "${path}"`))).toBe(true);
+      expect(f.refs().filter((line) => !line.startsWith('refs/heads/feature '))).toEqual(before.refs.filter((line) => !line.startsWith('refs/heads/feature ')));
+      expect(f.status()).toBe('');
+    } finally {
+      delete process.env.GITHUB_TOKEN;
+    }
   });
 });

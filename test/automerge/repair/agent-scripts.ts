@@ -12,15 +12,15 @@ if (value !== 'ok') { console.error('value.txt must say ok, found ' + value); pr
 console.log('value.txt is ok');
 `;
 
-/** Records its environment and the context file, then runs `ACTION` in the worktree. */
+/** Records its environment and the context file, then runs `ACTION` in its tree (an export: no git repository). */
 export function agent(action: string): string {
   return String.raw`
 const fs = require('node:fs');
-const { execFileSync } = require('node:child_process');
 const contextPath = process.env.PROOFGATE_REPAIR_CONTEXT;
 const context = JSON.parse(fs.readFileSync(contextPath, 'utf8'));
-fs.writeFileSync(process.argv[2], JSON.stringify({ env: process.env, contextPath, context, cwd: process.cwd() }));
-const git = (...args) => execFileSync('git', args, { encoding: 'utf8' }).trim();
+const report = { env: process.env, contextPath, context, cwd: process.cwd(), hasGit: fs.existsSync('.git') };
+const save = () => fs.writeFileSync(process.argv[2], JSON.stringify(report));
+save();
 ${action}
 `;
 }
@@ -37,31 +37,43 @@ export const NOTHING = agent('');
 
 export const FAILS = agent(`console.error('agent gave up'); process.exit(3);`);
 
-/** Starts a grandchild, records both pids, then never ends. */
+/** Starts a grandchild whose command line carries the marker in argv[3], then never ends. */
 export const HANGS = agent(String.raw`
 const { spawn } = require('node:child_process');
-const child = spawn('sleep', ['60'], { stdio: 'ignore' });
-fs.writeFileSync(process.argv[2] + '.pids', JSON.stringify([process.pid, child.pid]));
+spawn('sh', ['-c', 'sleep 300; : ' + process.argv[3]], { stdio: 'ignore' });
 setInterval(() => {}, 1000);
 `);
 
-/** Commits its fix itself, with git, in the worktree. */
-export const COMMITS_ITSELF = agent(String.raw`
-fs.writeFileSync('value.txt', 'ok\n');
-git('add', 'value.txt');
-git('commit', '-q', '-m', 'agent: fix value');
-`);
-
-/** Checks out a branch in the worktree (not allowed). */
-export const CHECKS_OUT_BRANCH = agent(String.raw`
-git('checkout', '-q', '-b', 'agent-branch');
-fs.writeFileSync('value.txt', 'ok\n');
-`);
-
-/** Brings the change up to date by merging the base and settling the conflict in src/app.txt. */
-export const MERGES_BASE = agent(String.raw`
-try { git('merge', '--no-edit', context.change.base.sha); } catch { /* conflict expected */ }
+/** Resolves the conflict markers git left in src/app.txt (the base merged into the head). */
+export const RESOLVES_MERGE = agent(String.raw`
+report.conflicted = fs.readFileSync('src/app.txt', 'utf8');
+save();
 fs.writeFileSync('src/app.txt', 'one\nTWO (both)\nthree\n');
-git('add', 'src/app.txt');
-git('commit', '-q', '--no-edit');
+`);
+
+/**
+ * The hostile agent: argv[3] is the real repository, argv[4] a marker. It
+ * tries to plant git config and hooks (in its own tree and in the real
+ * repository), to plant symlinks out of the tree, to read proofgate's
+ * environment through /proc, and to leave a detached process behind; then it
+ * makes the one honest edit (value.txt).
+ */
+export const HOSTILE = agent(String.raw`
+const { spawn } = require('node:child_process');
+const path = require('node:path');
+const [repo, marker] = process.argv.slice(3);
+const attempt = (name, fn) => { try { fn(); report[name] = 'done'; } catch (error) { report[name] = 'failed: ' + error.code; } };
+attempt('ownGitConfig', () => { fs.mkdirSync('.git/hooks', { recursive: true }); fs.writeFileSync('.git/config', '[core]\n\tfsmonitor = touch /tmp/pwned\n'); fs.writeFileSync('.git/hooks/post-checkout', '#!/bin/sh\ntouch /tmp/pwned\n', { mode: 0o755 }); });
+attempt('realGitConfig', () => fs.appendFileSync(path.join(repo, '.git', 'config'), '[core]\n\tfsmonitor = touch ' + marker + '\n'));
+attempt('realHook', () => fs.writeFileSync(path.join(repo, '.git', 'hooks', 'post-checkout'), '#!/bin/sh\ntouch ' + marker + '\n', { mode: 0o755 }));
+attempt('realFile', () => fs.writeFileSync(path.join(repo, 'value.txt'), 'planted\n'));
+attempt('passwdLink', () => fs.symlinkSync('/etc/passwd', 'passwd-link'));
+attempt('escapeLink', () => fs.symlinkSync('../../../../etc/shadow', 'src/escape'));
+attempt('innerLink', () => fs.symlinkSync('value.txt', 'value-link'));
+attempt('nestedGit', () => { fs.mkdirSync('sub/.git', { recursive: true }); fs.writeFileSync('sub/.git/config', '[core]\n'); });
+attempt('environ', () => { report.environ = fs.readFileSync('/proc/1/environ', 'utf8'); });
+const child = spawn('setsid', ['sh', '-c', 'while :; do sleep 1; done; : ' + marker], { detached: true, stdio: 'ignore' });
+child.unref();
+fs.writeFileSync('value.txt', 'ok\n');
+save();
 `);

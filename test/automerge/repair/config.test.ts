@@ -1,5 +1,7 @@
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import {
   ALLOWED_ENVIRONMENT,
   commandEnvironment,
@@ -23,7 +25,7 @@ describe('repairConfigFrom', () => {
     ],
   ])('%s', (_name, yaml, expected) => {
     const config = repairConfigFrom(parseRepoConfigYaml(yaml, 'main:.proofgate.yml'));
-    expect(config).toEqual({ ...expected, timeoutSeconds: DEFAULT_GATE_TIMEOUT_SECONDS, maxOutputBytes: DEFAULT_REPAIR_OUTPUT_BYTES });
+    expect(config).toEqual({ ...expected, timeoutSeconds: DEFAULT_GATE_TIMEOUT_SECONDS, maxOutputBytes: DEFAULT_REPAIR_OUTPUT_BYTES, sandbox: 'jail' });
   });
 
   it.each([
@@ -60,9 +62,19 @@ describe('commandEnvironment', () => {
 });
 
 describe('runCommand', () => {
+  // The output cap and start failures, unjailed (the jail itself is tested in agent-fix.test.ts).
+  const plainJob = () => {
+    const jobDir = mkdtempSync(join(tmpdir(), 'proofgate-run-command-'));
+    jobs.push(jobDir);
+    return { jobDir, tree: jobDir, home: jobDir, tmp: jobDir };
+  };
+  const jobs: string[] = [];
+  afterAll(() => {
+    for (const dir of jobs) rmSync(dir, { recursive: true, force: true });
+  });
   it('keeps the tail of a long output within the cap', async () => {
     const script = "for (let i = 0; i < 20000; i += 1) console.log('line ' + i); console.log('the end');";
-    const result = await runCommand({ argv: [process.execPath, '-e', script], cwd: tmpdir(), env: commandEnvironment(process.env), timeoutMs: 20_000, maxOutputBytes: 1000 });
+    const result = await runCommand({ argv: [process.execPath, '-e', script], job: plainJob(), sandbox: 'none', env: commandEnvironment(process.env), timeoutMs: 20_000, maxOutputBytes: 1000 });
     expect(result).toMatchObject({ exitCode: 0, timedOut: false, truncated: true });
     expect(Buffer.byteLength(result.output)).toBeLessThanOrEqual(1000);
     expect(result.output).toContain('line 19999');
@@ -70,7 +82,7 @@ describe('runCommand', () => {
   });
 
   it('reports a command that cannot start', async () => {
-    const result = await runCommand({ argv: ['/nonexistent/proofgate-agent'], cwd: tmpdir(), env: {}, timeoutMs: 5000, maxOutputBytes: 100 });
+    const result = await runCommand({ argv: ['/nonexistent/proofgate-agent'], job: plainJob(), sandbox: 'none', env: {}, timeoutMs: 5000, maxOutputBytes: 100 });
     expect(result.exitCode).toBeNull();
     expect(result.startError).toContain('ENOENT');
   });

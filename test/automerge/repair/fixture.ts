@@ -1,10 +1,10 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { openLocalForge, parseOutputUrl, type LocalForge } from '../../../src/forge/local/index.js';
 import type { ChangeSnapshot, Forge, PushRequest } from '../../../src/forge/port.js';
 import { repairConfigFrom, type RepairConfig, type RepairContext } from '../../../src/automerge/repair/index.js';
+import { fromTemplate, initRepo, plumbingCommit } from '../../forge/git-fixture.js';
 
 /**
  * A real temporary git repository with `main` checked out (clean work tree),
@@ -35,53 +35,25 @@ export const IDENTITY = { name: 'proofgate-repair', email: 'repair@proofgate.tes
 
 export const NO_COMMANDS: RepairConfig = repairConfigFrom({});
 
+const REPO_IDENTITY = { name: 'Rita Repo', email: 'rita@example.test' };
+
 export async function repairFixture(files: Record<string, string>): Promise<RepairFixture> {
-  const root = mkdtempSync(join(tmpdir(), 'proofgate-repair-test-'));
+  // main holds `files` and is checked out clean; copied from a template built once per run.
+  const { root } = fromTemplate('proofgate-repair-test-', JSON.stringify(['repair-v1', files]), (dir) => {
+    initRepo(dir, REPO_IDENTITY);
+    plumbingCommit(dir, REPO_IDENTITY, 'main', files, 'initial');
+    execFileSync('git', ['-C', dir, 'reset', '-q', '--hard', 'main']);
+  });
   const dir = join(root, 'repo');
   const git = (args: readonly string[], input?: string): string =>
     execFileSync('git', ['-C', dir, ...args], { encoding: 'utf8', input, stdio: ['pipe', 'pipe', 'pipe'] }).trim();
-  execFileSync('git', ['init', '-q', '-b', 'main', dir]);
-  git(['config', 'user.name', 'Rita Repo']);
-  git(['config', 'user.email', 'rita@example.test']);
-  git(['config', 'commit.gpgsign', 'false']);
-  let counter = 0;
   const sha = (ref: string) => git(['rev-parse', '--verify', `${ref}^{commit}`]);
-  const branchSha = (branch: string): string | null => {
-    try {
-      return sha(`refs/heads/${branch}`);
-    } catch {
-      return null;
-    }
-  };
   const commit = (branch: string, changes: Record<string, string | null>, message = 'change', from?: string): string => {
-    counter += 1;
-    const index = join(root, `index-${counter}`);
-    const old = branchSha(branch);
-    const parent = old ?? (from === undefined ? null : sha(from));
-    const withIndex = (args: readonly string[], input?: string) =>
-      execFileSync('git', ['-C', dir, ...args], { encoding: 'utf8', input, env: { ...process.env, GIT_INDEX_FILE: index } }).trim();
-    try {
-      withIndex(parent === null ? ['read-tree', '--empty'] : ['read-tree', parent]);
-      for (const [path, content] of Object.entries(changes)) {
-        if (content === null) withIndex(['update-index', '--force-remove', '--', path]);
-        else withIndex(['update-index', '--add', '--cacheinfo', `100644,${git(['hash-object', '-w', '--stdin'], content)},${path}`]);
-      }
-      const tree = withIndex(['write-tree']);
-      const next = git(['commit-tree', tree, ...(parent === null ? [] : ['-p', parent]), '-m', message]);
-      git(['update-ref', `refs/heads/${branch}`, next, old ?? '0'.repeat(40)]);
-      // main is checked out: keep the user's work tree in step, as a commit there would.
-      if (branch === 'main' && old !== null) git(['reset', '-q', '--hard', 'main']);
-      return next;
-    } finally {
-      try {
-        unlinkSync(index);
-      } catch {
-        // nothing was written
-      }
-    }
+    const next = plumbingCommit(dir, REPO_IDENTITY, branch, changes, message, from);
+    // main is checked out: keep the user's work tree in step, as a commit there would.
+    if (branch === 'main') git(['reset', '-q', '--hard', 'main']);
+    return next;
   };
-  commit('main', files, 'initial');
-  git(['reset', '-q', '--hard', 'main']);
   const dataDir = join(root, 'data');
   const opened = await openLocalForge({ repoDir: dir, dataDir });
   const pushes: PushRequest[] = [];
@@ -101,6 +73,7 @@ export async function repairFixture(files: Record<string, string>): Promise<Repa
     },
     readFile: (ref, path) => forge.readFile(ref, path),
     permission: (login) => forge.permission(login),
+    trustedBranch: () => forge.trustedBranch(),
   };
   return {
     root,

@@ -1,0 +1,105 @@
+/**
+ * What the loop reads for `decideAutomerge` besides the snapshot and the
+ * markers (`ReviewFacts`): the bindings a review of the current head would
+ * have now (merge base, diff, contract and trusted-config digests, read the
+ * way a review reads them), the stored accepted-result record of each verdict
+ * on that head resolved against them, the trusted paths the change touches,
+ * and a maintainer's approval of exactly this head. The router's
+ * `/proofgate approve` records that approval here too.
+ */
+import { errorMessage } from '../../core/index.js';
+import type { RepoConfig } from '../../contracts/repo-config.js';
+import type { ChangeSnapshot } from '../../forge/port.js';
+import { liveReviewBindings, resolveReviewRecord, type ReviewBindings } from '../../review/index.js';
+import type { RecordStanding, ReviewFacts } from '../decide.js';
+import type { TrustedVerdict } from '../markers.js';
+import { trustedPathsTouched } from '../trusted-paths.js';
+import { recordTrustApproval, resolveTrustApproval, type Approver, type TrustApprovalSubject } from './approval.js';
+import type { AutomergeEnvironment } from './types.js';
+
+/** The live bindings of a change's head and the trusted paths it touches (or why they cannot be read). */
+export type ChangeFacts =
+  | { readonly ok: true; readonly live: ReviewBindings; readonly touched: readonly string[] }
+  | { readonly ok: false; readonly problem: string };
+
+/** Live bindings by `<base sha>|<head sha>`: they depend on nothing else (the config is read at the base sha). */
+export type FactsCache = Map<string, ChangeFacts>;
+
+/** Read (or take from `cache`) the live bindings of the change and the trusted paths it touches under `config`. */
+export async function readChangeFacts(env: AutomergeEnvironment, snapshot: ChangeSnapshot, config: RepoConfig, cache?: FactsCache): Promise<ChangeFacts> {
+  const key = `${snapshot.base.sha}|${snapshot.head.sha}`;
+  const cached = cache?.get(key);
+  if (cached !== undefined) return cached;
+  let facts: ChangeFacts;
+  try {
+    const repoDir = await env.workspace.prepare(snapshot);
+    const live = await liveReviewBindings({ repoDir, base: snapshot.base.sha, head: snapshot.head.sha });
+    facts = { ok: true, live, touched: trustedPathsTouched(live.paths, config) };
+  } catch (error) {
+    facts = { ok: false, problem: errorMessage(error) };
+  }
+  cache?.set(key, facts);
+  return facts;
+}
+
+function approvalSubject(snapshot: ChangeSnapshot, live: ReviewBindings, touched: readonly string[]): TrustApprovalSubject {
+  return { changeId: snapshot.id, head: snapshot.head.sha, diff: live.diff, paths: touched };
+}
+
+async function recordStanding(env: AutomergeEnvironment, run: string, live: ReviewBindings): Promise<RecordStanding> {
+  if (env.reviewRuns === undefined) return { kind: 'wait', reason: `no review run store is configured here to read run ${run}` };
+  try {
+    const resolution = await resolveReviewRecord(env.reviewRuns, run, live);
+    return resolution.kind === 'accepted' ? { kind: 'accepted' } : { kind: 'wait', reason: resolution.reason };
+  } catch (error) {
+    return { kind: 'wait', reason: errorMessage(error) };
+  }
+}
+
+/** Everything `decideAutomerge` needs to take or refuse the verdicts of the current head. */
+export async function reviewFacts(
+  env: AutomergeEnvironment,
+  snapshot: ChangeSnapshot,
+  config: RepoConfig,
+  verdicts: readonly TrustedVerdict[],
+  cache?: FactsCache,
+): Promise<ReviewFacts> {
+  const facts = await readChangeFacts(env, snapshot, config, cache);
+  if (!facts.ok) return { live: { problem: facts.problem }, records: {}, touchesTrusted: [], approval: null };
+  const records: Record<string, RecordStanding> = {};
+  for (const verdict of verdicts) {
+    const { change, head, run, review } = verdict.fields;
+    if (change !== snapshot.id || head !== snapshot.head.sha || run === null) continue;
+    records[review] = await recordStanding(env, run, facts.live);
+  }
+  const approval = facts.touched.length === 0 || env.approvals === undefined ? null : await resolveTrustApproval(env.approvals, approvalSubject(snapshot, facts.live, facts.touched));
+  return { live: facts.live, records, touchesTrusted: facts.touched, approval };
+}
+
+export type ApproveOutcome =
+  | { readonly kind: 'approved'; readonly head: string; readonly paths: readonly string[]; readonly already: boolean }
+  | { readonly kind: 'refused'; readonly reason: string };
+
+/**
+ * `/proofgate approve [sha]` from a maintainer (the router authorized it):
+ * record an approval of the change's CURRENT head (the named sha must be it),
+ * its diff and the trusted paths it touches under the base's `config`.
+ */
+export async function approveChange(
+  env: AutomergeEnvironment,
+  snapshot: ChangeSnapshot,
+  config: RepoConfig,
+  approver: Approver,
+  sha: string | null,
+): Promise<ApproveOutcome> {
+  const head = snapshot.head.sha;
+  if (snapshot.state !== 'open') return { kind: 'refused', reason: `the change is ${snapshot.state}` };
+  if (sha !== null && sha !== head) return { kind: 'refused', reason: `the approval names ${sha}, but the change's head is ${head}` };
+  if (env.approvals === undefined) return { kind: 'refused', reason: 'no approval store is configured here' };
+  const facts = await readChangeFacts(env, snapshot, config);
+  if (!facts.ok) return { kind: 'refused', reason: `the change cannot be read: ${facts.problem}` };
+  if (facts.touched.length === 0) return { kind: 'refused', reason: 'the change touches nothing proofgate trusts: there is nothing to approve' };
+  const written = await recordTrustApproval(env.approvals, approvalSubject(snapshot, facts.live, facts.touched), approver, env.store.now());
+  if (written.kind === 'refused') return { kind: 'refused', reason: written.reason };
+  return { kind: 'approved', head, paths: facts.touched, already: written.kind === 'already' };
+}

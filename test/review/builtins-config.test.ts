@@ -11,6 +11,7 @@ import {
   runReview,
 } from '../../src/review/index.js';
 import { makeRepo, sh, type TestRepo } from './repo-fixture.js';
+import { emptyRepoConfig } from '../../src/contracts/repo-config.js';
 
 const AWS_ID = ['AKIA', 'IOSFODNN7EXAMPLE'].join('');
 const GH_TOKEN = ['ghp_', 'a'.repeat(36)].join('');
@@ -114,7 +115,7 @@ describe('review configuration', () => {
 
   it('defaults to rules + tests in fresh-context mode when there is no config', async () => {
     const loaded = await loadReviewConfig(repo.dir, sh(repo.dir, ['rev-parse', 'main~1']));
-    expect(loaded).toEqual({ source: 'default', config: { mode: 'fresh-context', lanes: [{ id: 'rules', builtin: 'rules' }, { id: 'tests', builtin: 'tests' }] } });
+    expect(loaded).toEqual({ source: 'default', config: { mode: 'fresh-context', lanes: [{ id: 'rules', builtin: 'rules' }, { id: 'tests', builtin: 'tests' }] }, trusted: emptyRepoConfig() });
   });
 
   it('uses the acceptance contract file named in the config, as on the base', async () => {

@@ -85,6 +85,8 @@ export async function runAutomergeLoop(env: AutomergeEnvironment, changeId: stri
   // Cancels the check runs this loop started (when it ends as stopped).
   const cancelChecks = new AbortController();
   const runningHeads = new Set<string>();
+  /** A refusal that no retry can cure (no working jail): the loop ends with it instead of waiting on checks that never run. */
+  let refused: unknown;
   let ended: LoopOutcomeKind | null = null;
   const seenRejected = new Set<string>();
   const configs = new Map<string, RepoConfig>();
@@ -165,6 +167,7 @@ export async function runAutomergeLoop(env: AutomergeEnvironment, changeId: stri
       .then(() => startChecks(changeId, head, cancelChecks.signal))
       .then(() => env.store.step(changeId, 'checks-finished', { head }))
       .catch(async (error: unknown) => {
+        if (isProofgateError(error, 'JAIL_UNAVAILABLE')) refused ??= error;
         progress(`checks on ${head.slice(0, 12)} could not run: ${errorMessage(error)}`);
         await env.store.step(changeId, 'checks-failed-to-run', { head, reason: errorMessage(error) }).catch(() => undefined);
         await env.store.step(changeId, 'checks-finished', { head }).catch(() => undefined);
@@ -202,6 +205,7 @@ export async function runAutomergeLoop(env: AutomergeEnvironment, changeId: stri
 
   try {
     for (;;) {
+      if (refused !== undefined) throw refused;
       let it = await read();
       if (signal?.aborted === true) return outcome('interrupted', 'stopped by the caller', it);
       if (await runManual(it)) it = await read();

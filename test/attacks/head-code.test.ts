@@ -142,6 +142,12 @@ describe('without a working jail', () => {
       expect(run.stderr).not.toContain('internal error');
       expect(existsSync(fx.canary('ran')), 'head code ran without the jail').toBe(false);
       expectRepoUnchanged(fx, before);
+      // automerge ends with the same refusal instead of waiting on checks that never run.
+      const automerge = fx.cli(['automerge', '1'], { PATH: `${bin}:${process.env.PATH ?? ''}` });
+      expect(automerge.status).not.toBe(0);
+      expect(automerge.stderr).toMatch(/\[JAIL_UNAVAILABLE\]/);
+      expect(existsSync(fx.canary('ran')), 'head code ran without the jail').toBe(false);
+      expectRepoUnchanged(fx, before);
     } finally {
       rmSync(bin, { recursive: true, force: true });
     }

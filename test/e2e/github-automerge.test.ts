@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { collectVerdicts, composeMarkedBody } from '../../src/automerge/index.js';
 import { LABELS, type JobResult } from '../../src/automerge/loop/index.js';
 import { CONFIG, githubLoop, MAINTAINER, SELF, type GitHubLoop } from './github-support.js';
+import { until, within } from '../support/wait.js';
 
 let loop: GitHubLoop | null = null;
 afterEach(async () => {
@@ -16,16 +17,20 @@ async function finished(done: Promise<JobResult> | undefined) {
   return result.outcome;
 }
 
+/** Longer than any test: a loop given these waits moves on only when something wakes it. */
+const NEVER_MS = 3_600_000;
+const WAIT_FOREVER = { transientPollMs: NEVER_MS, shepherdPollMs: NEVER_MS, transientWaitMs: NEVER_MS, shepherdWaitMs: NEVER_MS };
+
+
+
 /** Resolves when the loop reports a progress line starting with `prefix`. */
 function progressSeen(l: GitHubLoop, prefix: string): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setInterval(() => {
-      if (l.progress.some((p) => p.text.startsWith(prefix))) {
-        clearInterval(timer);
-        resolve();
-      }
-    }, 10);
-  });
+  return until(() => l.progress.some((p) => p.text.startsWith(prefix)), `no progress line "${prefix}"`);
+}
+
+/** The decisions the loop recorded for PR 1, in order. */
+async function decisions(l: GitHubLoop): Promise<unknown[]> {
+  return (await l.env.store.load('1')).steps.filter((step) => step.step === 'decision').map((step) => step.kind);
 }
 
 /** main (with the trusted config) and a feature branch in the real repo, mirrored into the model as PR #1. */
@@ -44,17 +49,16 @@ function openPullRequest(l: GitHubLoop, config = CONFIG): { base: string; head: 
 
 describe('automerge end to end on the GitHub API test server, driven by signed webhooks', () => {
   it('automerge comment -> exact-head review -> check webhook -> merge at the reviewed sha', async () => {
-    const l = (loop = await githubLoop());
+    const l = (loop = await githubLoop({ waits: WAIT_FOREVER }));
     const { head, runId } = openPullRequest(l);
     const before = l.server.requests.length;
     const routed = await l.comment(1, '/proofgate automerge');
     expect(routed.ran.map((c) => c.kind)).toEqual(['automerge']);
     await progressSeen(l, 'wait: checks pending');
-    const waitedAt = Date.now();
     await l.completeCheck(1, runId);
-    const outcome = await finished(routed.dispatch?.done);
-    // Woken by the check_run delivery, not by the 5 s fallback poll.
-    expect(Date.now() - waitedAt).toBeLessThan(4_000);
+    // The fallback poll is an hour away: only the check_run delivery can have woken the waiting loop.
+    const outcome = await within(finished(routed.dispatch?.done), 'the check_run delivery did not wake the loop waiting for checks');
+    expect((await decisions(l)).slice(-2)).toEqual(['wait', 'merge']);
     expect(outcome.kind, outcome.reason).toBe('merged');
     expect(outcome.head).toBe(head);
     const pr = l.server.model.pull(1);
@@ -128,31 +132,32 @@ describe('automerge end to end on the GitHub API test server, driven by signed w
   });
 
   it('a repository without CI sets automerge.expectChecks: false and merges without waiting for checks', async () => {
-    const l = (loop = await githubLoop());
+    const l = (loop = await githubLoop({ waits: WAIT_FOREVER }));
     const { head, runId } = openPullRequest(l, `${CONFIG}automerge:\n  expectChecks: false\n`);
     // No CI here: drop the check run the helper adds.
     l.server.model.checkRuns.splice(l.server.model.checkRuns.findIndex((r) => r.id === runId), 1);
-    const started = Date.now();
     const routed = await l.comment(1, '/proofgate automerge');
-    const outcome = await finished(routed.dispatch?.done);
+    // A wait would last an hour (nothing would wake it): the merge came without one.
+    const outcome = await within(finished(routed.dispatch?.done), 'the loop waited for checks that will never come');
     expect(outcome.kind, outcome.reason).toBe('merged');
     expect(outcome.head).toBe(head);
-    expect(Date.now() - started).toBeLessThan(4_000);
     expect(l.progress.some((p) => p.text.startsWith('wait: '))).toBe(false);
+    expect(await decisions(l)).not.toContain('wait');
   });
 
   it('pending checks: waits without repairing, then merges when the check passes', async () => {
-    const l = (loop = await githubLoop({ repair: true }));
+    const l = (loop = await githubLoop({ repair: true, waits: WAIT_FOREVER }));
     const { head, runId } = openPullRequest(l);
     const routed = await l.comment(1, '/proofgate automerge');
     await progressSeen(l, 'wait: checks pending');
-    // Still pending a moment later: no repair was dispatched, nothing merged, no check was called failed.
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // The loop recorded its decision on the pending check: wait (and it waits until woken: its poll is an hour away).
+    await until(async () => (await decisions(l)).includes('wait'), 'no wait decision recorded');
+    expect(await decisions(l)).not.toContain('repair');
     expect((await l.env.store.load('1')).state.repairs).toEqual([]);
     expect(l.server.model.pull(1).merged).toBe(false);
     expect(l.progress.some((p) => /fail/i.test(p.text))).toBe(false);
     await l.completeCheck(1, runId);
-    const outcome = await finished(routed.dispatch?.done);
+    const outcome = await within(finished(routed.dispatch?.done), 'the check_run delivery did not wake the loop waiting for checks');
     expect(outcome.kind, outcome.reason).toBe('merged');
     expect(outcome.head).toBe(head);
     expect(outcome.repairs).toBe(0);

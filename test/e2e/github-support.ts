@@ -81,7 +81,7 @@ function remoteFiles(remote: string, sha: string): Record<string, string> {
   return Object.fromEntries(names.map((name) => [name, git(['show', `${sha}:${name}`])]));
 }
 
-export async function githubLoop(options: { onProgress?: (progress: LoopProgress) => void; repair?: boolean } = {}): Promise<GitHubLoop> {
+export async function githubLoop(options: { onProgress?: (progress: LoopProgress) => void; repair?: boolean; waits?: AutomergeEnvironment['waits'] } = {}): Promise<GitHubLoop> {
   const server = await startGitHubServer();
   const { model } = server;
   model.setCollaborator(MAINTAINER, 'write');
@@ -111,7 +111,7 @@ export async function githubLoop(options: { onProgress?: (progress: LoopProgress
     signals: new ChangeSignals(),
     identity: { name: 'proofgate', email: 'proofgate@example.test' },
     clock: systemClock,
-    waits: { transientPollMs: 5_000, shepherdPollMs: 5_000 },
+    waits: options.waits ?? { transientPollMs: 5_000, shepherdPollMs: 5_000 },
     onProgress: (line) => {
       progress.push(line);
       options.onProgress?.(line);

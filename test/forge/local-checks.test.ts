@@ -1,4 +1,4 @@
-import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -6,6 +6,7 @@ import type { ForgeEvent } from '../../src/forge/port.js';
 import { parseOutputUrl, type CheckProgress } from '../../src/forge/local/index.js';
 import { localFixture, rejectionOf, type LocalFixture } from './local-support.js';
 import { sandboxForTests } from '../support/jail.js';
+import { eventually, runningWith } from '../support/wait.js';
 
 let fixture: LocalFixture | undefined;
 const scratch: string[] = [];
@@ -31,25 +32,7 @@ function yamlChecks(checks: Array<{ name: string; run: string; timeoutSeconds?: 
   return `${lines.join('\n')}\n`;
 }
 
-/** Live host processes (zombies do not count) whose command line contains `marker`. */
-function runningWith(marker: string): string[] {
-  return readdirSync('/proc').filter((pid) => {
-    if (!/^\d+$/.test(pid)) return false;
-    try {
-      if (/^\d+ \(.*\) [ZX]/s.test(readFileSync(`/proc/${pid}/stat`, 'utf8'))) return false;
-      return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(marker);
-    } catch {
-      return false;
-    }
-  });
-}
 
-/** Polls `done` until it holds, for at most `boundMs` (a bound for a loaded machine, not an expected time). */
-async function until(done: () => boolean, boundMs = 60_000): Promise<boolean> {
-  const deadline = Date.now() + boundMs;
-  while (!done() && Date.now() < deadline) await new Promise((wake) => setTimeout(wake, 20));
-  return done();
-}
 
 /**
  * A `cacheDir` for the trusted config: the one host folder a jailed check shares with the test (bound writable at
@@ -109,7 +92,8 @@ describe('local forge: checks run', () => {
   it('kills a check that runs past its timeout, with everything it started', async () => {
     const marker = `30.${process.pid}${Date.now() % 100000}`;
     const run = `setsid sleep ${marker} & sleep ${marker} & echo started; wait`;
-    fixture = await localFixture(yamlChecks([{ name: 'slow', run, timeoutSeconds: 1 }]));
+    // The limit must leave the jail and the shell time to start both sleepers on a loaded machine.
+    fixture = await localFixture(yamlChecks([{ name: 'slow', run, timeoutSeconds: 5 }]));
     const { forge, repo } = fixture;
     const change = await forge.openChange({ head: 'feature', base: 'main' });
     const { results } = await forge.runChecks(change.id);
@@ -135,7 +119,7 @@ describe('local forge: checks run', () => {
       onProgress: (entry) => {
         // Abort once the check has started its sleeper.
         if (entry.phase !== 'started' || entry.name !== 'slow') return;
-        sleeperSeen = until(() => runningWith(`sleep\0${marker}`).length > 0).finally(() => abort.abort());
+        sleeperSeen = eventually(() => runningWith(`sleep\0${marker}`).length > 0).finally(() => abort.abort());
       },
     });
     const { results } = await running;

@@ -177,7 +177,7 @@ describeEachStore('graph executor', (newStore) => {
     await startRun(storage, 'r6', graph);
     await storage.eventStore.append('run/r6', 1, [
       { id: 'live-d', type: 'dispatch-decided', data: { position: 'dag/a/1', nodeId: 'a', attempt: 1, executorId: 'exec_other' } },
-      { id: 'live-s', type: 'attempt-started', data: { position: 'dag/a/1', nodeId: 'a', executorId: 'exec_other', restart: 0, inputDigest: `sha256:${'0'.repeat(64)}`, inputBytes: 2, leaseExpiresAt: new Date(Date.now() + 60_000).toISOString() } },
+      { id: 'live-s', type: 'attempt-started', data: { position: 'dag/a/1', nodeId: 'a', executorId: 'exec_other', restart: 0, inputDigest: `sha256:${'0'.repeat(64)}`, inputBytes: 2, leaseExpiresAt: new Date(Date.now() + 3_600_000).toISOString() } },
     ]);
     const counted = countingReads(storage);
     const executor = await createGraphExecutor({ runId: 'r6', graph, storage: counted.storage, nodes: { a: node(() => 'mine', { retrySafe: true }) }, engines: [], pollMs: 5 });

@@ -61,7 +61,7 @@ async function makeDataDir(dataRoot: string): Promise<string> {
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     const why = code === 'EEXIST' || code === 'ENOTDIR' ? 'it (or a path inside it) is a file, not a directory' : code === 'EACCES' || code === 'EPERM' ? 'permission denied' : errorMessage(error);
-    throw new ProofgateError('IO', `cannot keep the demo's state in ${dataRoot}: ${why}`, { dataRoot });
+    throw new ProofgateError('DATA_DIR', `cannot keep the demo's state in ${dataRoot}: ${why}`, { dataRoot });
   }
   return dataDir;
 }

@@ -109,10 +109,10 @@ describe('proofgate automerge / demo (built CLI)', { timeout: 180_000 }, () => {
     writeFileSync(file, 'a file\n');
     const automerge = await runCli(['automerge', '1', '--repo', repo.dir, '--data', file]);
     expect(automerge.status).toBe(1);
-    expect(automerge.stderr.trim().split('\n')).toEqual([`proofgate: cannot use ${file} as a data directory: it is a file, not a directory [IO]`]);
+    expect(automerge.stderr.trim().split('\n')).toEqual([`proofgate: cannot use ${file} as a data directory: it is a file, not a directory [DATA_DIR]`]);
     const demo = await runCli(['demo', '--data', file]);
     expect(demo.status).toBe(1);
-    expect(demo.stderr.trim().split('\n')).toEqual([`proofgate: cannot keep the demo's state in ${file}: it (or a path inside it) is a file, not a directory [IO]`]);
+    expect(demo.stderr.trim().split('\n')).toEqual([`proofgate: cannot keep the demo's state in ${file}: it (or a path inside it) is a file, not a directory [DATA_DIR]`]);
   });
 
   it('a comment command from someone without write permission is refused and runs nothing', async () => {
@@ -140,6 +140,9 @@ describe('proofgate automerge / demo (built CLI)', { timeout: 180_000 }, () => {
     expect(rows[3]).toContain('REFUTED');
     expect(result.stdout).toContain(join(cwd, '.proofgate', 'demo'));
     expect(result.stderr).toContain('resolved CHANGELOG.md');
-    expect(result.stderr).toContain('agent-fix made 1 commit');
+    // The agent only edits files; proofgate makes the commit and pushes exactly that commit.
+    const committed = /\[change 3\] repair: agent-fix changed files; proofgate committed them as ([0-9a-f]{12})\n/.exec(result.stderr)?.[1];
+    expect(committed, result.stderr).toBeDefined();
+    expect(result.stderr).toContain(`[change 3] repair (agent-fix) pushed ${committed ?? ''}\n`);
   });
 });

@@ -7,7 +7,7 @@
  * base, one verdict comment per head, one status comment, the change merged,
  * and no effect recorded twice. Needs `npx tsc -p tsconfig.build.json` first.
  */
-import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -18,6 +18,7 @@ import { openLocalForge } from '../../../src/forge/local/index.js';
 import { defaultStoragePolicy } from '../../../src/storage/policy.js';
 import { createLocalRunStorage } from '../../../src/storage/sqlite/index.js';
 import { makeTempRepo, type TempRepo } from '../../forge/git-fixture.js';
+import { startTestProcess, stopTestProcess } from '../../support/processes.js';
 import { CHECK_SCRIPT, repoConfig } from './local-support.js';
 
 const CLI = resolve('dist/cli/main.js');
@@ -32,17 +33,22 @@ interface Run {
   readonly stderr: string;
 }
 
-function automerge(repo: TempRepo, data: string, crashAt: string | null): Promise<Run> {
+/**
+ * One `proofgate automerge 1` session, in a process group of its own that ends with the test however the test
+ * ends. When the CLI has exited (or killed itself), whatever it left in its group is killed before the next look.
+ */
+async function automerge(repo: TempRepo, data: string, crashAt: string | null): Promise<Run> {
   const env: NodeJS.ProcessEnv = { ...process.env };
   delete env.PROOFGATE_TEST_CRASH_AT;
   if (crashAt !== null) env.PROOFGATE_TEST_CRASH_AT = crashAt;
-  return new Promise((done, fail) => {
-    const child = spawn(process.execPath, [CLI, 'automerge', '1', '--repo', repo.dir, '--data', data], { env, stdio: ['ignore', 'ignore', 'pipe'] });
-    let stderr = '';
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-    child.on('error', fail);
-    child.on('close', (code, signal) => done({ code, signal, stderr }));
-  });
+  const child = startTestProcess(process.execPath, [CLI, 'automerge', '1', '--repo', repo.dir, '--data', data], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+  const closed = once(child, 'close').catch(() => undefined);
+  const [code, signal] = (await once(child, 'exit')) as [number | null, NodeJS.Signals | null];
+  await stopTestProcess(child);
+  await closed;
+  return { code, signal, stderr };
 }
 
 /** main with the trusted config and a CHANGELOG; change 1 from `feature` (conflicting with main when `conflict`). */
@@ -97,106 +103,130 @@ function pushesTo(repo: TempRepo, branch: string): number {
     .filter((line) => line === 'proofgate: push').length;
 }
 
-describe('automerge survives SIGKILL at every effect boundary (built CLI, real processes)', () => {
-  it.concurrent.each(POINTS)('killed at $point, restarted: one merge, no duplicate comment, no second effect', async ({ point, conflict, inJob }) => {
-    const { repo, data, base } = await setup(conflict);
-    const crashed = await automerge(repo, data, point);
-    expect(crashed.signal, crashed.stderr).toBe('SIGKILL');
-    const left = await inspect(repo, data);
-    // What the killed run left: the effect of its point happened, the one after it did not.
-    expect(left.ledger.state.merged).toBeNull();
-    const firstStatus = left.status[0]?.id;
-    switch (point) {
-      case 'status-comment-created':
-        expect(left.status).toHaveLength(1);
-        expect(left.snapshot.labels).toContain('proofgate:automerge');
-        break;
-      case 'label-added':
-        expect(left.snapshot.labels).toEqual(['proofgate:automerge']);
-        expect(left.status).toHaveLength(0);
-        break;
-      case 'review-verdict-decided':
-        expect(left.verdicts).toHaveLength(0);
-        expect(left.ledger.state.reviews.map((r) => r.status)).toEqual(['dispatched']);
-        break;
-      case 'repair-committed':
-        expect(pushesTo(repo, 'feature')).toBe(0);
-        expect(left.snapshot.head.sha).toBe(left.ledger.state.repairs[0]?.head);
-        expect(left.ledger.steps.filter((s) => s.step === 'repair-push')).toHaveLength(1);
-        break;
-      case 'review-comment-written':
-        expect(left.verdicts).toHaveLength(1);
-        expect(left.ledger.state.reviews.map((r) => r.status)).toEqual(['dispatched']);
-        break;
-      case 'repair-pushed':
-        expect(pushesTo(repo, 'feature')).toBe(1);
-        expect(left.ledger.state.repairs.map((r) => r.status)).toEqual(['dispatched']);
-        break;
-      case 'merge-base-updated':
-      case 'merge-returned':
-        expect(repo.git(['log', '--format=%H', '--grep=^Proofgate-Change: 1$', `${base}..main`])).toBe(repo.sha('main'));
-        break;
-    }
-    const restarted = await automerge(repo, data, null);
-    expect(restarted.code, restarted.stderr).toBe(0);
-    expect(restarted.stderr).toContain('merged');
+type Point = (typeof POINTS)[number];
 
-    const { snapshot, verdicts, status, ledger } = await inspect(repo, data);
-    expect(snapshot.state).toBe('merged');
-    // Exactly one squash commit of this change on the base, and it is the base tip.
-    expect(repo.git(['log', '--format=%H', '--grep=^Proofgate-Change: 1$', `${base}..main`]).split('\n')).toEqual([repo.sha('main')]);
-    expect(snapshot.mergeCommitSha).toBe(repo.sha('main'));
-    expect(ledger.state.merged?.mergeCommit).toBe(snapshot.mergeCommitSha);
-    expect(ledger.state.merged?.head).toBe(snapshot.head.sha);
-    // No duplicate verdict comment for any head; the merged head was reviewed CONFIRMED.
-    const heads = verdicts.map((v) => v.fields.head);
-    expect(new Set(heads).size).toBe(heads.length);
-    expect(verdicts.find((v) => v.fields.head === snapshot.head.sha)?.fields.verdict).toBe('CONFIRMED');
-    expect(status).toHaveLength(1);
-    // A status comment the killed run created is the one the restart edited.
-    if (firstStatus !== undefined) expect(status[0]?.id).toBe(firstStatus);
-    expect(status[0]?.body).toContain('automerge: merged');
-    // The ledger: one merge attempt, reviews and repairs each finished once, nothing left running.
-    const steps = ledger.steps.map((s) => s.step);
-    expect(steps.filter((s) => s === 'merge-attempt')).toHaveLength(1);
-    expect(ledger.state.reviews.every((r) => r.status !== 'dispatched')).toBe(true);
-    expect(ledger.state.repairs.every((r) => r.status !== 'dispatched')).toBe(true);
-    // One verdict per reviewed head in the ledger; a review killed before its comment is closed without one.
-    const withVerdict = ledger.state.reviews.filter((r) => r.verdict !== null);
-    expect(new Set(withVerdict.map((r) => r.head)).size).toBe(withVerdict.length);
-    expect(verdicts).toHaveLength(withVerdict.length);
-    if (point === 'review-verdict-decided') {
-      expect(ledger.state.reviews.map((r) => [r.head, r.verdict])).toEqual([
-        [snapshot.head.sha, null],
-        [snapshot.head.sha, 'CONFIRMED'],
-      ]);
-      expect(steps.filter((s) => s === 'review-recovered')).toHaveLength(1);
-    } else {
-      expect(new Set(ledger.state.reviews.map((r) => r.head)).size).toBe(ledger.state.reviews.length);
-    }
-    // Labels: none of proofgate's left on a merged change.
-    expect(snapshot.labels.filter((label) => label.startsWith('proofgate:'))).toEqual([]);
-    expect(pushesTo(repo, 'feature')).toBe(conflict ? 1 : 0);
-    if (point === 'repair-pushed') {
-      expect(steps.filter((s) => s === 'repair-push')).toHaveLength(1);
-      expect(ledger.state.repairs.map((r) => [r.repair, r.status, r.newHead])).toEqual([['rebase', 'pushed', snapshot.head.sha]]);
-    }
-    if (point === 'repair-committed') {
-      // The killed repair recorded its intent but never pushed: closed as failed; the restart repaired once, pushed once.
-      expect(ledger.state.repairs.map((r) => [r.repair, r.status, r.newHead])).toEqual([
-        ['rebase', 'failed', null],
-        ['rebase', 'pushed', snapshot.head.sha],
-      ]);
-      expect(steps.filter((s) => s === 'repair-recovered')).toHaveLength(1);
-    }
-    if (conflict) {
-      expect(repo.git(['show', 'main:CHANGELOG.md'])).toContain('- something else landed first');
-      expect(repo.git(['show', 'main:CHANGELOG.md'])).toContain('- add the feature');
-      // The branch ends at one repaired head, directly on the old base tip.
-      expect(repo.git(['rev-parse', `${snapshot.head.sha}^`])).toBe(base);
-    }
-    // The restarted job took over the dead process's lease at once (no 60 s wait); a router crash left no lease.
-    expect(ledger.steps.some((s) => s.step === 'job-started' && typeof s.tookOverFrom === 'string')).toBe(inJob);
-    expect(steps.filter((s) => s === 'job-started')).toHaveLength(inJob ? 2 : 1);
-  });
+/**
+ * The cases two at a time: each runs two full CLI sessions (git, checks, reviews), and two cases at once keep a
+ * loaded 2-core machine busy without starving either. A pair is one test, so the processes of both end with it
+ * (test/support/processes.ts stops every process a file started after each test).
+ */
+const PAIRS = Array.from({ length: Math.ceil(POINTS.length / 2) }, (_, i) => POINTS.slice(2 * i, 2 * i + 2));
+
+// Two cases at once, two CLI sessions each, on a loaded machine: a limit well above what they take.
+describe('automerge survives SIGKILL at every effect boundary (built CLI, real processes)', { timeout: 240_000 }, () => {
+  it.each(PAIRS.map((pair): [string, readonly Point[]] => [pair.map((p) => p.point).join(' and '), pair]))(
+    'killed at %s, restarted: one merge, no duplicate comment, no second effect',
+    async (_points, pair) => {
+      const settled = await Promise.allSettled(pair.map((point) => killedAndRestarted(point)));
+      const failed = settled.flatMap((result, i) => (result.status === 'rejected' ? [{ point: pair[i]?.point, error: result.reason as Error }] : []));
+      if (failed.length === 1 && failed[0] !== undefined) {
+        failed[0].error.message = `killed at ${failed[0].point ?? '?'}: ${failed[0].error.message}`;
+        throw failed[0].error;
+      }
+      if (failed.length > 1) throw new Error(failed.map((f) => `killed at ${f.point ?? '?'}: ${f.error.message}`).join('\n\n'));
+    },
+  );
 });
+
+/** One case: the CLI kills itself at `point`; what it left is as expected; a restart finishes the job exactly once. */
+async function killedAndRestarted({ point, conflict, inJob }: Point): Promise<void> {
+  const { repo, data, base } = await setup(conflict);
+  const crashed = await automerge(repo, data, point);
+  expect(crashed.signal, crashed.stderr).toBe('SIGKILL');
+  const left = await inspect(repo, data);
+  // What the killed run left: the effect of its point happened, the one after it did not.
+  expect(left.ledger.state.merged).toBeNull();
+  const firstStatus = left.status[0]?.id;
+  switch (point) {
+    case 'status-comment-created':
+      expect(left.status).toHaveLength(1);
+      expect(left.snapshot.labels).toContain('proofgate:automerge');
+      break;
+    case 'label-added':
+      expect(left.snapshot.labels).toEqual(['proofgate:automerge']);
+      expect(left.status).toHaveLength(0);
+      break;
+    case 'review-verdict-decided':
+      expect(left.verdicts).toHaveLength(0);
+      expect(left.ledger.state.reviews.map((r) => r.status)).toEqual(['dispatched']);
+      break;
+    case 'repair-committed':
+      expect(pushesTo(repo, 'feature')).toBe(0);
+      expect(left.snapshot.head.sha).toBe(left.ledger.state.repairs[0]?.head);
+      expect(left.ledger.steps.filter((s) => s.step === 'repair-push')).toHaveLength(1);
+      break;
+    case 'review-comment-written':
+      expect(left.verdicts).toHaveLength(1);
+      expect(left.ledger.state.reviews.map((r) => r.status)).toEqual(['dispatched']);
+      break;
+    case 'repair-pushed':
+      expect(pushesTo(repo, 'feature')).toBe(1);
+      expect(left.ledger.state.repairs.map((r) => r.status)).toEqual(['dispatched']);
+      break;
+    case 'merge-base-updated':
+    case 'merge-returned':
+      expect(repo.git(['log', '--format=%H', '--grep=^Proofgate-Change: 1$', `${base}..main`])).toBe(repo.sha('main'));
+      break;
+  }
+  const restarted = await automerge(repo, data, null);
+  expect(restarted.code, restarted.stderr).toBe(0);
+  expect(restarted.stderr).toContain('merged');
+
+  const { snapshot, verdicts, status, ledger } = await inspect(repo, data);
+  expect(snapshot.state).toBe('merged');
+  // Exactly one squash commit of this change on the base, and it is the base tip.
+  expect(repo.git(['log', '--format=%H', '--grep=^Proofgate-Change: 1$', `${base}..main`]).split('\n')).toEqual([repo.sha('main')]);
+  expect(snapshot.mergeCommitSha).toBe(repo.sha('main'));
+  expect(ledger.state.merged?.mergeCommit).toBe(snapshot.mergeCommitSha);
+  expect(ledger.state.merged?.head).toBe(snapshot.head.sha);
+  // No duplicate verdict comment for any head; the merged head was reviewed CONFIRMED.
+  const heads = verdicts.map((v) => v.fields.head);
+  expect(new Set(heads).size).toBe(heads.length);
+  expect(verdicts.find((v) => v.fields.head === snapshot.head.sha)?.fields.verdict).toBe('CONFIRMED');
+  expect(status).toHaveLength(1);
+  // A status comment the killed run created is the one the restart edited.
+  if (firstStatus !== undefined) expect(status[0]?.id).toBe(firstStatus);
+  expect(status[0]?.body).toContain('automerge: merged');
+  // The ledger: one merge attempt, reviews and repairs each finished once, nothing left running.
+  const steps = ledger.steps.map((s) => s.step);
+  expect(steps.filter((s) => s === 'merge-attempt')).toHaveLength(1);
+  expect(ledger.state.reviews.every((r) => r.status !== 'dispatched')).toBe(true);
+  expect(ledger.state.repairs.every((r) => r.status !== 'dispatched')).toBe(true);
+  // One verdict per reviewed head in the ledger; a review killed before its comment is closed without one.
+  const withVerdict = ledger.state.reviews.filter((r) => r.verdict !== null);
+  expect(new Set(withVerdict.map((r) => r.head)).size).toBe(withVerdict.length);
+  expect(verdicts).toHaveLength(withVerdict.length);
+  if (point === 'review-verdict-decided') {
+    expect(ledger.state.reviews.map((r) => [r.head, r.verdict])).toEqual([
+      [snapshot.head.sha, null],
+      [snapshot.head.sha, 'CONFIRMED'],
+    ]);
+    expect(steps.filter((s) => s === 'review-recovered')).toHaveLength(1);
+  } else {
+    expect(new Set(ledger.state.reviews.map((r) => r.head)).size).toBe(ledger.state.reviews.length);
+  }
+  // Labels: none of proofgate's left on a merged change.
+  expect(snapshot.labels.filter((label) => label.startsWith('proofgate:'))).toEqual([]);
+  expect(pushesTo(repo, 'feature')).toBe(conflict ? 1 : 0);
+  if (point === 'repair-pushed') {
+    expect(steps.filter((s) => s === 'repair-push')).toHaveLength(1);
+    expect(ledger.state.repairs.map((r) => [r.repair, r.status, r.newHead])).toEqual([['rebase', 'pushed', snapshot.head.sha]]);
+  }
+  if (point === 'repair-committed') {
+    // The killed repair recorded its intent but never pushed: closed as failed; the restart repaired once, pushed once.
+    expect(ledger.state.repairs.map((r) => [r.repair, r.status, r.newHead])).toEqual([
+      ['rebase', 'failed', null],
+      ['rebase', 'pushed', snapshot.head.sha],
+    ]);
+    expect(steps.filter((s) => s === 'repair-recovered')).toHaveLength(1);
+  }
+  if (conflict) {
+    expect(repo.git(['show', 'main:CHANGELOG.md'])).toContain('- something else landed first');
+    expect(repo.git(['show', 'main:CHANGELOG.md'])).toContain('- add the feature');
+    // The branch ends at one repaired head, directly on the old base tip.
+    expect(repo.git(['rev-parse', `${snapshot.head.sha}^`])).toBe(base);
+  }
+  // The restarted job took over the dead process's lease at once (no 60 s wait); a router crash left no lease.
+  expect(ledger.steps.some((s) => s.step === 'job-started' && typeof s.tookOverFrom === 'string')).toBe(inJob);
+  expect(steps.filter((s) => s === 'job-started')).toHaveLength(inJob ? 2 : 1);
+}

@@ -1,77 +1,78 @@
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { HELP_TEXT, LABELS } from '../../../src/automerge/loop/index.js';
+import { sandboxForTests } from '../../support/jail.js';
 import { finished, loopFixture, MAINTAINER, type LoopFixture } from './local-support.js';
+import { runningWith, until, within } from '../../support/wait.js';
 
 let fixture: LoopFixture | null = null;
+const scratch: string[] = [];
 afterEach(async () => {
   await fixture?.cleanup();
   fixture = null;
+  for (const dir of scratch.splice(0)) rmSync(dir, { recursive: true, force: true });
 });
 
-function seen(f: LoopFixture, prefix: string, timeoutMs = 20_000): Promise<void> {
-  const started = Date.now();
-  return new Promise((resolve, reject) => {
-    const timer = setInterval(() => {
-      if (f.progress.some((p) => p.text.startsWith(prefix))) {
-        clearInterval(timer);
-        resolve();
-      } else if (Date.now() - started > timeoutMs) {
-        clearInterval(timer);
-        reject(new Error(`no progress line "${prefix}" in ${timeoutMs} ms`));
-      }
-    }, 10);
-  });
+// Jailed where bubblewrap works (always under CI=true); unjailed, saying so, elsewhere.
+const sandbox = await sandboxForTests();
+
+
+
+function seen(f: LoopFixture, prefix: string): Promise<void> {
+  return until(() => f.progress.some((p) => p.text.startsWith(prefix)), `no progress line "${prefix}"`);
 }
 
-const POLL_MS = 5_000;
 
-/** A config whose one check runs until `release` exists (at most 20 s). */
-function slowCheckConfig(release: string): string {
-  const script = `const fs = require('node:fs'); const end = Date.now() + 20000; const t = setInterval(() => { if (fs.existsSync(${JSON.stringify(release)}) || Date.now() > end) { clearInterval(t); } }, 20);`;
-  return [
+/** Longer than any test: the loop can only move on because something woke it. */
+const NEVER_MS = 3_600_000;
+const WAIT_FOREVER = { transientPollMs: NEVER_MS, shepherdPollMs: NEVER_MS, transientWaitMs: NEVER_MS, shepherdWaitMs: NEVER_MS };
+
+/**
+ * A check that runs until the test writes `release` into the trusted config's `cacheDir`: the one host folder a
+ * jailed check shares with the test (bound writable at its own path, searchable by the jail's uid). It never ends on
+ * its own, so only a cancel or the release ends it.
+ */
+function slowCheck(): { config: string; release: string } {
+  const cache = mkdtempSync(join(tmpdir(), 'proofgate-check-cache-'));
+  scratch.push(cache);
+  chmodSync(cache, 0o777);
+  const release = join(cache, 'release-check');
+  const config = [
+    `sandbox: ${sandbox}`,
+    `cacheDir: ${cache}`,
     'maintainers:',
     `  - login: ${MAINTAINER}`,
     '    permission: admin',
     'checks:',
     '  - name: slow',
-    `    run: [node, -e, ${JSON.stringify(script)}]`,
+    `    run: ${JSON.stringify(`while [ ! -e ${release} ]; do sleep 0.05; done`)}`,
     'review:',
     '  lanes:',
     '    - id: rules',
     '      builtin: rules',
   ].join('\n');
+  return { config, release };
 }
 
 describe('commands on the local forge', () => {
-  it('a stop that arrives while the loop waits for checks wakes it and it stops at once (well under the poll interval)', async () => {
-    const gate = mkdtempSync(join(tmpdir(), 'proofgate-release-'));
-    const release = join(gate, 'release-check');
-    const f = (fixture = await loopFixture({ config: slowCheckConfig(release), automerge: { waits: { transientPollMs: POLL_MS, shepherdPollMs: POLL_MS } } }));
+  it('a stop that arrives while the loop waits for checks wakes it and it stops at once (its next poll is an hour away)', async () => {
+    const { config, release } = slowCheck();
+    const f = (fixture = await loopFixture({ config, automerge: { waits: WAIT_FOREVER } }));
     const id = await f.openChange('feature', { 'feature.txt': 'a feature\n' });
     const base = f.repo.sha('main');
     const routed = await f.command(id, '/proofgate automerge');
     await seen(f, 'wait: checks pending');
-    // Without a prompt stop the test still ends: the check is released after 3 s.
-    const releaser = setTimeout(() => writeFileSync(release, 'go'), 3_000);
-    try {
-      const asked = Date.now();
-      const stop = await f.command(id, '/proofgate stop');
-      expect(stop.ran.map((c) => c.kind)).toEqual(['stop']);
-      const outcome = await finished(routed.dispatch?.done);
-      const timeToStop = Date.now() - asked;
-      console.info(`time to stop while waiting for checks: ${timeToStop} ms (poll interval ${POLL_MS} ms)`);
-      expect(outcome.kind).toBe('stopped');
-      expect(timeToStop).toBeLessThan(1_500);
-      expect(existsSync(release)).toBe(false);
-    } finally {
-      clearTimeout(releaser);
-      writeFileSync(release, 'go');
-    }
+    const stop = await f.command(id, '/proofgate stop');
+    expect(stop.ran.map((c) => c.kind)).toEqual(['stop']);
+    // The check never ends on its own and the loop would next look in an hour: only the stop's wake-up ends the wait.
+    const outcome = await within(finished(routed.dispatch?.done), 'the stop did not wake the loop waiting for checks');
+    expect(outcome.kind).toBe('stopped');
+    expect(existsSync(release)).toBe(false);
+    const decisions = (await f.automerge.env.store.load(id)).steps.filter((step) => step.step === 'decision').map((step) => step.kind);
+    expect(decisions.slice(-2)).toEqual(['wait', 'stop']);
     await f.automerge.close();
-    rmSync(gate, { recursive: true, force: true });
     expect(f.repo.sha('main')).toBe(base);
     const snapshot = await f.forge.snapshot(id);
     expect(snapshot.state).toBe('open');
@@ -81,35 +82,30 @@ describe('commands on the local forge', () => {
     expect(status[0]?.body).toContain(`stopped by ${MAINTAINER}`);
   });
 
-  it('a stop cancels the check the loop started (recorded cancelled, the job ends at once); a later automerge runs it again', async () => {
-    const gate = mkdtempSync(join(tmpdir(), 'proofgate-release-'));
-    const release = join(gate, 'release-check');
-    const f = (fixture = await loopFixture({ config: slowCheckConfig(release), automerge: { waits: { transientPollMs: POLL_MS, shepherdPollMs: POLL_MS } } }));
-    try {
-      const id = await f.openChange('feature', { 'feature.txt': 'a feature\n' });
-      const routed = await f.command(id, '/proofgate automerge');
-      await seen(f, 'wait: checks pending');
-      await f.command(id, '/proofgate stop');
-      expect((await finished(routed.dispatch?.done)).kind).toBe('stopped');
-      const stoppedAt = Date.now();
-      // Nothing is left running: close returns once the check's process is killed, not when the check ends (20 s).
-      await f.automerge.jobs.close();
-      expect(Date.now() - stoppedAt).toBeLessThan(4_000);
-      const after = await f.forge.snapshot(id);
-      expect(after.checks.map((check) => [check.name, check.status, check.conclusion])).toEqual([['slow', 'completed', 'cancelled']]);
-      expect(f.progress.some((p) => p.text.startsWith('cancelling the checks running on'))).toBe(true);
-      // Automerge again: the cancelled run does not count as a failure, the check runs again and the change merges.
-      writeFileSync(release, 'go');
-      const again = await f.command(id, '/proofgate automerge');
-      const outcome = await finished(again.dispatch?.done);
-      expect(outcome.kind, outcome.reason).toBe('merged');
-      // The snapshot shows the newest run of each check: the new, passing one.
-      expect((await f.forge.snapshot(id)).checks.map((check) => [check.name, check.conclusion])).toEqual([['slow', 'success']]);
-      expect(f.progress.filter((p) => p.text.startsWith('running 1 check(s)'))).toHaveLength(2);
-    } finally {
-      writeFileSync(release, 'go');
-      rmSync(gate, { recursive: true, force: true });
-    }
+  it('a stop cancels the check the loop started (recorded cancelled, its process killed); a later automerge runs it again', async () => {
+    const { config, release } = slowCheck();
+    const f = (fixture = await loopFixture({ config, automerge: { waits: WAIT_FOREVER } }));
+    const id = await f.openChange('feature', { 'feature.txt': 'a feature\n' });
+    const routed = await f.command(id, '/proofgate automerge');
+    await seen(f, 'wait: checks pending');
+    // The loop starts its checks in the background: wait until the check's process runs.
+    await until(() => runningWith(release).length > 0, 'the check never started');
+    await f.command(id, '/proofgate stop');
+    expect((await within(finished(routed.dispatch?.done), 'the stop did not end the loop')).kind).toBe('stopped');
+    // Nothing is left running: close returns once the check's process is killed (the check would never end by itself).
+    await within(f.automerge.jobs.close(), 'closing the jobs waited for a check that never ends');
+    expect(runningWith(release)).toEqual([]);
+    const after = await f.forge.snapshot(id);
+    expect(after.checks.map((check) => [check.name, check.status, check.conclusion])).toEqual([['slow', 'completed', 'cancelled']]);
+    expect(f.progress.some((p) => p.text.startsWith('cancelling the checks running on'))).toBe(true);
+    // Automerge again: the cancelled run does not count as a failure, the check runs again and the change merges.
+    writeFileSync(release, 'go');
+    const again = await f.command(id, '/proofgate automerge');
+    const outcome = await within(finished(again.dispatch?.done), 'the second automerge did not end');
+    expect(outcome.kind, outcome.reason).toBe('merged');
+    // The snapshot shows the newest run of each check: the new, passing one.
+    expect((await f.forge.snapshot(id)).checks.map((check) => [check.name, check.conclusion])).toEqual([['slow', 'success']]);
+    expect(f.progress.filter((p) => p.text.startsWith('running 1 check(s)'))).toHaveLength(2);
   });
 
   it('/proofgate status gets a short reply while automerge is off, and after a stop', async () => {

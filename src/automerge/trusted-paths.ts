@@ -24,8 +24,7 @@
  *    whatever the rules above cannot see.
  */
 import picomatch from 'picomatch';
-import type { RepoConfig } from '../contracts/repo-config.js';
-import { TRUSTED_CONFIG_PATH } from './loop/policy.js';
+import { REPO_CONFIG_PATH, type RepoConfig } from '../contracts/repo-config.js';
 
 /** Producer workflows: they decide what a check result says. */
 const WORKFLOW_DIR = '.github/workflows/';
@@ -85,7 +84,7 @@ export function trustedCommandPaths(config: RepoConfig): TrustedCommandPaths {
 /** The changed paths that touch what proofgate trusts under `config` (the base's), sorted, each once. */
 export function trustedPathsTouched(changedPaths: readonly string[], config: RepoConfig): string[] {
   const { files, directories } = trustedCommandPaths(config);
-  const exact = new Set<string>([TRUSTED_CONFIG_PATH, ...files]);
+  const exact = new Set<string>([REPO_CONFIG_PATH, ...files]);
   const contract = config.review?.acceptanceContract;
   if (contract !== undefined) exact.add(contract.replace(/^(?:\.\/)+/, ''));
   const under = [WORKFLOW_DIR, ...directories];

@@ -2,12 +2,11 @@ import { readFile } from 'node:fs/promises';
 import { parse as parseYaml } from 'yaml';
 import type { z } from 'zod';
 import { ProofgateError } from '../core/index.js';
-import { emptyRepoConfig, parseRepoConfigYaml, type RepoConfig } from '../contracts/repo-config.js';
+import { REPO_CONFIG_PATH, emptyRepoConfig, parseRepoConfigYaml, type RepoConfig } from '../contracts/repo-config.js';
 import { reviewConfigSchema, type ReviewConfig, type ReviewLaneConfig } from '../contracts/index.js';
 import type { LaneSpec } from './adapters/types.js';
 import { git } from './git.js';
 
-export const CONFIG_FILE = '.proofgate.yml';
 export const DEFAULT_LANE_TIMEOUT_SECONDS = 600;
 /** Family of the builtin deterministic reviewers: together they count as one family. */
 export const BUILTIN_FAMILY = 'proofgate-builtin';
@@ -92,10 +91,10 @@ export async function loadReviewConfig(repoDir: string, baseSha: string, configF
     }
     return { ...parseConfigText(text, configFile), source: configFile };
   }
-  const listed = await git(repoDir, ['ls-tree', '--name-only', baseSha, '--', CONFIG_FILE]);
+  const listed = await git(repoDir, ['ls-tree', '--name-only', baseSha, '--', REPO_CONFIG_PATH]);
   if (listed.toString('utf8').trim() === '') return { config: defaultReviewConfig(), trusted: emptyRepoConfig(), source: 'default' };
-  const text = (await git(repoDir, ['cat-file', 'blob', `${baseSha}:${CONFIG_FILE}`])).toString('utf8');
-  const source = `${baseSha.slice(0, 12)}:${CONFIG_FILE}`;
+  const text = (await git(repoDir, ['cat-file', 'blob', `${baseSha}:${REPO_CONFIG_PATH}`])).toString('utf8');
+  const source = `${baseSha.slice(0, 12)}:${REPO_CONFIG_PATH}`;
   return { ...parseConfigText(text, source), source };
 }
 

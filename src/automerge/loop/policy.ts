@@ -4,14 +4,13 @@
  * what this installation can actually do (a repair needs a repair module, and
  * a fix needs a configured agent-fix command).
  */
-import { REPO_CONFIG_PATH, type RepoConfig } from '../../contracts/repo-config.js';
+import type { RepoConfig } from '../../contracts/repo-config.js';
 import type { ChangeSnapshot, Forge } from '../../forge/port.js';
 import { readChangeConfig } from '../../forge/protection.js';
 import { DEFAULT_IGNORED_CHECKS, newestChecks } from '../checks.js';
 import { defaultAutomergePolicy, type AutomergeDecision, type AutomergePolicy } from '../decide.js';
 import type { AutomergeLedgerState } from '../ledger.js';
 
-export const TRUSTED_CONFIG_PATH = REPO_CONFIG_PATH;
 
 /** The trusted configuration of a change: `.proofgate.yml` at its base sha, once the base passed the protected-branch rule (else `PROTECTED_BRANCH`). */
 export function trustedConfig(forge: Forge, snapshot: ChangeSnapshot): Promise<RepoConfig> {

@@ -1,4 +1,4 @@
-import type { OutputCap, ProcessResult } from '../process.js';
+import type { ProcessRequest, ProcessResult } from '../process.js';
 
 /** `jail` runs under bubblewrap; `none` runs the program plainly (only when the trusted config says `sandbox: none`). */
 export type SandboxMode = 'jail' | 'none';
@@ -22,7 +22,8 @@ export interface JailLimits {
   readonly tmpBytes: number;
 }
 
-export interface UntrustedRequest {
+/** Time limit, output caps, stdin, abort and kill grace mean what they mean for the process runner. */
+export interface UntrustedRequest extends Pick<ProcessRequest, 'timeoutMs' | 'output' | 'stderr' | 'stdin' | 'signal' | 'killGraceMs'> {
   readonly argv: readonly string[];
   /** 'jail' runs under bubblewrap; 'none' (only when the trusted config says `sandbox: none`) runs it plainly. */
   readonly sandbox: SandboxMode;
@@ -39,12 +40,6 @@ export interface UntrustedRequest {
   /** Outbound network through slirp4netns with the host loopback cut off; default false (no network at all). */
   readonly network?: boolean;
   readonly limits?: Partial<JailLimits>;
-  readonly timeoutMs: number;
-  readonly output: OutputCap;
-  readonly stderr?: 'merge' | OutputCap;
-  readonly stdin?: string | Uint8Array;
-  readonly signal?: AbortSignal;
-  readonly killGraceMs?: number;
 }
 
 export interface UntrustedResult extends ProcessResult {

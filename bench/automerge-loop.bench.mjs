@@ -28,9 +28,9 @@ const CONFIG = [
   '    permission: admin',
   'checks:',
   '  - name: lint',
-  "    run: node -e \"setTimeout(() => {}, 50)\"",
+  '    run: node -e "setTimeout(() => {}, 50)"',
   '  - name: test',
-  "    run: node -e \"setTimeout(() => {}, 150)\"",
+  '    run: node -e "setTimeout(() => {}, 150)"',
   'review:',
   '  lanes:',
   '    - id: rules',
@@ -81,7 +81,8 @@ async function localLatencies() {
       const comment = await opened.forge.commentAs(id, '/proofgate automerge', 'Bench Maintainer');
       const routed = await automerge.router.handleComment(id, comment);
       const result = await routed.dispatch.done;
-      if (result.kind !== 'ran' || result.outcome.kind !== 'merged') throw new Error(`change ${id} did not merge: ${JSON.stringify(result.kind === 'ran' ? result.outcome.reason : result)}`);
+      if (result.kind !== 'ran' || result.outcome.kind !== 'merged')
+        throw new Error(`change ${id} did not merge: ${JSON.stringify(result.kind === 'ran' ? result.outcome.reason : result)}`);
       latencies.push(mergedAt - lastCheckAt);
     }
   } finally {
@@ -94,11 +95,15 @@ async function localLatencies() {
 }
 
 function githubRequests() {
-  const run = spawnSync(process.execPath, [join(root, 'node_modules/vitest/vitest.mjs'), 'run', 'test/e2e/github-automerge.test.ts', '-t', 'merge at the reviewed sha'], {
-    cwd: root,
-    encoding: 'utf8',
-    timeout: 120_000,
-  });
+  const run = spawnSync(
+    process.execPath,
+    [join(root, 'node_modules/vitest/vitest.mjs'), 'run', 'test/e2e/github-automerge.test.ts', '-t', 'merge at the reviewed sha'],
+    {
+      cwd: root,
+      encoding: 'utf8',
+      timeout: 120_000,
+    },
+  );
   const match = /github api requests per merged change \(happy path\): (\d+) \(([^)]*)\)/.exec(`${run.stdout}${run.stderr}`);
   if (match === null) throw new Error(`the GitHub e2e test printed no request count (exit ${run.status})`);
   return { count: Number(match[1]), operations: match[2] };

@@ -43,7 +43,10 @@ function median(values) {
 }
 
 export default async function run(report) {
-  for (const [label, size] of [['10 KiB', 10 * 1024], ['1 MiB', 1024 * 1024]]) {
+  for (const [label, size] of [
+    ['10 KiB', 10 * 1024],
+    ['1 MiB', 1024 * 1024],
+  ]) {
     const value = makeValue(size);
     const bytes = Buffer.byteLength(JSON.stringify(value));
     // Alternate the two measurements over several rounds and take medians, so a

@@ -30,7 +30,15 @@ async function spawnMedian(sandbox, jobDir) {
   const times = [];
   for (let i = 0; i < SPAWN_ROUNDS; i += 1) {
     const started = performance.now();
-    const result = await runUntrusted({ argv: ['true'], sandbox, jobDir, cwd: jobDir, env: { PATH: '/usr/bin:/bin' }, timeoutMs: 10_000, output: { maxBytes: 1024 } });
+    const result = await runUntrusted({
+      argv: ['true'],
+      sandbox,
+      jobDir,
+      cwd: jobDir,
+      env: { PATH: '/usr/bin:/bin' },
+      timeoutMs: 10_000,
+      output: { maxBytes: 1024 },
+    });
     times.push(performance.now() - started);
     if (result.exitCode !== 0) throw new Error(`${sandbox}: true exited ${result.exitCode}: ${result.startError ?? result.output.toString()}`);
   }
@@ -64,7 +72,8 @@ async function checksMedian(base, sandbox) {
       const started = performance.now();
       const { results } = await opened.forge.runChecks(id);
       times.push(performance.now() - started);
-      if (results[0]?.conclusion !== 'success' || results[0]?.sandbox !== sandbox) throw new Error(`${sandbox}: check ended ${results[0]?.conclusion} (${results[0]?.sandbox})`);
+      if (results[0]?.conclusion !== 'success' || results[0]?.sandbox !== sandbox)
+        throw new Error(`${sandbox}: check ended ${results[0]?.conclusion} (${results[0]?.sandbox})`);
     }
     return median(times);
   } finally {

@@ -21,16 +21,38 @@ const ROUNDS = 3;
 const policy = { ...defaultStoragePolicy, maxEventPayloadBytes: 8_000_000, maxAppendBatchBytes: 16_000_000 };
 const pkg = { source: 'npm:bench', version: '1.0.0', digest: `sha256:${'7'.repeat(64)}` };
 const noop = {
-  prompt: null, scratchDirectory: null, workspace: { mode: 'none', directory: null, allowedPaths: [] }, trustedCaller: {}, permissions: [],
-  policy: { inputBytes: 10_000, outputBytes: 10_000, timeoutMs: 10_000, teardownGraceMs: 10, memoryBytes: 1, filesChanged: 0, linesChanged: 0, callTokens: null },
-  resultContract: null, runData: () => null, parseResult: null, tokenBudget: null, decideAction: null,
+  prompt: null,
+  scratchDirectory: null,
+  workspace: { mode: 'none', directory: null, allowedPaths: [] },
+  trustedCaller: {},
+  permissions: [],
+  policy: {
+    inputBytes: 10_000,
+    outputBytes: 10_000,
+    timeoutMs: 10_000,
+    teardownGraceMs: 10,
+    memoryBytes: 1,
+    filesChanged: 0,
+    linesChanged: 0,
+    callTokens: null,
+  },
+  resultContract: null,
+  runData: () => null,
+  parseResult: null,
+  tokenBudget: null,
+  decideAction: null,
 };
 
 async function start(storage, runId, graph) {
   await persistRunDefinition(storage, {
-    runId, eventId: `${runId}-started`, timestamp: new Date().toISOString(), graphDefinition: graph.definition,
+    runId,
+    eventId: `${runId}-started`,
+    timestamp: new Date().toISOString(),
+    graphDefinition: graph.definition,
     resolvedPlan: resolveGraphPlan(graph.describe(), { package: pkg, admission: { package: pkg, permissions: [] }, executionLanes: [] }),
-    resolvedInputs: {}, workspaceBinding: null, hostBinding: null,
+    resolvedInputs: {},
+    workspaceBinding: null,
+    hostBinding: null,
   });
 }
 
@@ -102,9 +124,11 @@ export default async function runtimeBench(report) {
   try {
     const ids = Array.from({ length: NODES }, (_, i) => `n${i}`);
     const graph = compileGraph(dagGraphType, {
-      id: 'bench', definitionVersion: 1,
+      id: 'bench',
+      definitionVersion: 1,
       data: { globalConcurrency: 16, keyedConcurrency: {}, stopOnError: true, retryCapPerNode: 0 },
-      nodes: ids.map((id) => ({ id, data: { kind: 'required', key: null } })), edges: [],
+      nodes: ids.map((id) => ({ id, data: { kind: 'required', key: null } })),
+      edges: [],
     });
     const nodes = Object.fromEntries(ids.map((id) => [id, noop]));
     await executorRound(storage, 'warm', graph, nodes);
@@ -122,21 +146,28 @@ export default async function runtimeBench(report) {
     const perNode = (executorMs / NODES) * 1000;
     report({
       name: `executor, ${NODES} no-op nodes, concurrency 16, SQLite (${last.events} events in ${rounds.map((r) => r.appends).join('/')} appends), median of ${ROUNDS} alternating rounds`,
-      value: perNode, unit: 'us/node',
-      baseline: (median(rounds.map((r) => r.same)) / NODES) * 1000, baselineUnit: 'us/node (the same events appended directly, same batches)',
-      ratio: median(rounds.map((r) => r.ratio)), target: { max: 2 },
+      value: perNode,
+      unit: 'us/node',
+      baseline: (median(rounds.map((r) => r.same)) / NODES) * 1000,
+      baselineUnit: 'us/node (the same events appended directly, same batches)',
+      ratio: median(rounds.map((r) => r.ratio)),
+      target: { max: 2 },
       note: `per-round ratios ${rounds.map((r) => fmtRatio(r.ratio)).join(', ')} (executor ${rounds.map((r) => ((r.executorMs / NODES) * 1000).toFixed(0)).join('/')} us/node, direct ${rounds.map((r) => ((r.same / NODES) * 1000).toFixed(0)).join('/')} us/node)`,
     });
     report({
       name: 'executor (median) vs direct appends, 1 event each',
-      value: perNode, unit: 'us/node',
-      baseline: (single / NODES) * 1000, baselineUnit: 'us/node',
+      value: perNode,
+      unit: 'us/node',
+      baseline: (single / NODES) * 1000,
+      baselineUnit: 'us/node',
       ratio: executorMs / single,
     });
     report({
       name: 'executor (median) vs direct appends in batches of 16 events',
-      value: perNode, unit: 'us/node',
-      baseline: (batched / NODES) * 1000, baselineUnit: 'us/node',
+      value: perNode,
+      unit: 'us/node',
+      baseline: (batched / NODES) * 1000,
+      baselineUnit: 'us/node',
       ratio: executorMs / batched,
     });
   } finally {

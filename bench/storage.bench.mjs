@@ -48,7 +48,15 @@ function batches(total, size, prefix) {
 }
 
 function emit(report, name, value, baseline) {
-  report({ name, value: Math.round(value), unit: 'events/s', baseline: Math.round(baseline), baselineUnit: 'events/s', ratio: Number((value / baseline).toFixed(2)), target: TARGET });
+  report({
+    name,
+    value: Math.round(value),
+    unit: 'events/s',
+    baseline: Math.round(baseline),
+    baselineUnit: 'events/s',
+    ratio: Number((value / baseline).toFixed(2)),
+    target: TARGET,
+  });
 }
 
 async function benchSqlite(report) {
@@ -63,23 +71,29 @@ async function benchSqlite(report) {
       revision INTEGER NOT NULL, event_id TEXT NOT NULL, type TEXT NOT NULL, data TEXT NOT NULL, recorded_at TEXT NOT NULL,
       UNIQUE (namespace, stream_id, revision), UNIQUE (namespace, event_id))`);
     db.exec('CREATE INDEX bench_baseline_events_by_position ON bench_baseline_events (namespace, position)');
-    const insert = db.prepare('INSERT INTO bench_baseline_events (namespace, stream_id, revision, event_id, type, data, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?)');
+    const insert = db.prepare(
+      'INSERT INTO bench_baseline_events (namespace, stream_id, revision, event_id, type, data, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+    );
     const begin = db.prepare('BEGIN');
     const commit = db.prepare('COMMIT');
     for (const size of [1, 100]) {
       const total = EVENTS[size];
-      const { adapter, baseline } = await compare((round) => appendThroughAdapter(storage, total, size, round), async (round) => {
-        let revision = 0;
-        for (const batch of batches(total, size, `b${size}-${round}`)) {
-          const now = new Date().toISOString();
-          begin.run();
-          for (const event of batch) {
-            revision += 1;
-            insert.run('bench', `baseline-${size}-${round}`, revision, event.id, event.type, JSON.stringify(event.data), now);
+      const { adapter, baseline } = await compare(
+        (round) => appendThroughAdapter(storage, total, size, round),
+        async (round) => {
+          let revision = 0;
+          for (const batch of batches(total, size, `b${size}-${round}`)) {
+            const now = new Date().toISOString();
+            begin.run();
+            for (const event of batch) {
+              revision += 1;
+              insert.run('bench', `baseline-${size}-${round}`, revision, event.id, event.type, JSON.stringify(event.data), now);
+            }
+            commit.run();
           }
-          commit.run();
-        }
-      }, total);
+        },
+        total,
+      );
       emit(report, `storage sqlite append, batches of ${size}`, adapter, baseline);
     }
     db.close();
@@ -111,18 +125,26 @@ async function benchPostgres(report, url) {
     const insert = `INSERT INTO ${table} (namespace, stream_id, revision, event_id, type, data, recorded_at) VALUES ($1, $2, $3, $4, $5, $6, $7)`;
     for (const size of [1, 100]) {
       const total = size === 1 ? 500 : 5000;
-      const { adapter, baseline } = await compare((round) => appendThroughAdapter(storage, total, size, round), async (round) => {
-        let revision = 0;
-        for (const batch of batches(total, size, `b${size}-${round}`)) {
-          const now = new Date().toISOString();
-          await client.query('BEGIN');
-          for (const event of batch) {
-            revision += 1;
-            await client.query({ name: 'bench_insert', text: insert, values: [namespace, `baseline-${size}-${round}`, revision, event.id, event.type, JSON.stringify(event.data), now] });
+      const { adapter, baseline } = await compare(
+        (round) => appendThroughAdapter(storage, total, size, round),
+        async (round) => {
+          let revision = 0;
+          for (const batch of batches(total, size, `b${size}-${round}`)) {
+            const now = new Date().toISOString();
+            await client.query('BEGIN');
+            for (const event of batch) {
+              revision += 1;
+              await client.query({
+                name: 'bench_insert',
+                text: insert,
+                values: [namespace, `baseline-${size}-${round}`, revision, event.id, event.type, JSON.stringify(event.data), now],
+              });
+            }
+            await client.query('COMMIT');
           }
-          await client.query('COMMIT');
-        }
-      }, total);
+        },
+        total,
+      );
       emit(report, `storage postgres append, batches of ${size}`, adapter, baseline);
     }
   } finally {

@@ -77,8 +77,14 @@ function reviewer(): GraphNode {
     trustedCaller: { host: 'example' },
     permissions: [],
     policy: {
-      inputBytes: 10_000, outputBytes: 10_000, timeoutMs: 2_000, teardownGraceMs: 50,
-      memoryBytes: 50_000_000, filesChanged: 0, linesChanged: 0, callTokens: null,
+      inputBytes: 10_000,
+      outputBytes: 10_000,
+      timeoutMs: 2_000,
+      teardownGraceMs: 50,
+      memoryBytes: 50_000_000,
+      filesChanged: 0,
+      linesChanged: 0,
+      callTokens: null,
     },
     resultContract: { type: 'object', required: ['verdict'] },
     runData: () => ({ verdict: 'pass' }),
@@ -119,15 +125,23 @@ try {
   };
 
   const executor = await createGraphExecutor({
-    runId: RUN, graph, storage, nodes: { design: reviewer(), tests: reviewer() }, engines: [],
+    runId: RUN,
+    graph,
+    storage,
+    nodes: { design: reviewer(), tests: reviewer() },
+    engines: [],
   });
   const outcome = await executor.run(new AbortController().signal);
   if (outcome.kind !== 'complete') throw new Error(`run ended ${outcome.kind}: ${outcome.reason}`);
 
-  const proof = await writeProofArtifact(storage.artifactStore, { namespace: storage.record.namespace, runId: RUN }, {
-    result: { tests: 21, passed: true },
-    inputs: { proposal: repeated('1') },
-  });
+  const proof = await writeProofArtifact(
+    storage.artifactStore,
+    { namespace: storage.record.namespace, runId: RUN },
+    {
+      result: { tests: 21, passed: true },
+      inputs: { proposal: repeated('1') },
+    },
+  );
   const shared: Omit<AcceptedResultBinding, 'result' | 'reviewerIdentity'> = {
     inputHashes: { proposal: repeated('1') },
     proofScope: { kind: 'change', paths: ['lib'] },
@@ -153,7 +167,14 @@ try {
   await callbacks.post(request, subject);
   const claim = await callbacks.claim(request.requestId, 'maintainer-desk');
   if (!claim.ok) throw new Error(`claim refused: ${claim.reason}`);
-  const answer = await callbacks.submit(request.requestId, claim.claimToken, 'maintainer-desk', request.digest, { kind: 'allow' }, { id: 'maintainer', kind: 'human' });
+  const answer = await callbacks.submit(
+    request.requestId,
+    claim.claimToken,
+    'maintainer-desk',
+    request.digest,
+    { kind: 'allow' },
+    { id: 'maintainer', kind: 'human' },
+  );
   if (!answer.ok) throw new Error(`answer refused: ${answer.reason}`);
   await storage.close();
 
@@ -166,7 +187,8 @@ try {
   const designQuery = { ...shared, reviewerIdentity: reviewers.design };
   const sameAccepted = await resolveAcceptedResult(again, RUN, positionOf('design'), designQuery);
   const movedAnchor = await resolveAcceptedResult(again, RUN, positionOf('design'), {
-    ...designQuery, workspaceAnchor: { ...anchor, fingerprint: 'c'.repeat(64) },
+    ...designQuery,
+    workspaceAnchor: { ...anchor, fingerprint: 'c'.repeat(64) },
   });
   const sameApproval = await resolveApproval(again, RUN, { request, ...subject });
   const editedApproval = await resolveApproval(again, RUN, { request, ...edited });

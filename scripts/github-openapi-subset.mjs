@@ -27,24 +27,60 @@ const OPERATIONS = [
   // Apps: installation tokens
   'apps/create-installation-access-token',
   // pulls
-  'pulls/get', 'pulls/list', 'pulls/list-commits', 'pulls/list-files', 'pulls/merge', 'pulls/update-branch',
+  'pulls/get',
+  'pulls/list',
+  'pulls/list-commits',
+  'pulls/list-files',
+  'pulls/merge',
+  'pulls/update-branch',
   // checks and statuses
-  'checks/create', 'checks/update', 'checks/list-for-ref', 'checks/list-suites-for-ref',
-  'repos/get-combined-status-for-ref', 'repos/list-commit-statuses-for-ref', 'repos/create-commit-status',
+  'checks/create',
+  'checks/update',
+  'checks/list-for-ref',
+  'checks/list-suites-for-ref',
+  'repos/get-combined-status-for-ref',
+  'repos/list-commit-statuses-for-ref',
+  'repos/create-commit-status',
   // issues, comments, labels, reactions
-  'issues/get', 'issues/list-comments', 'issues/get-comment', 'issues/create-comment', 'issues/update-comment',
-  'issues/add-labels', 'issues/remove-label', 'issues/create-label', 'reactions/create-for-issue-comment',
+  'issues/get',
+  'issues/list-comments',
+  'issues/get-comment',
+  'issues/create-comment',
+  'issues/update-comment',
+  'issues/add-labels',
+  'issues/remove-label',
+  'issues/create-label',
+  'reactions/create-for-issue-comment',
   // repository, refs, contents
-  'repos/get', 'repos/get-branch', 'repos/get-branch-protection', 'repos/get-collaborator-permission-level',
-  'repos/compare-commits', 'repos/get-content', 'git/get-ref', 'git/update-ref',
+  'repos/get',
+  'repos/get-branch',
+  'repos/get-branch-protection',
+  'repos/get-collaborator-permission-level',
+  'repos/compare-commits',
+  'repos/get-content',
+  'git/get-ref',
+  'git/update-ref',
   // added later: Actions
-  'actions/create-workflow-dispatch', 'actions/list-workflow-runs', 'actions/get-workflow-run',
-  'actions/list-jobs-for-workflow-run', 'actions/download-job-logs-for-workflow-run', 'actions/cancel-workflow-run',
-  'actions/list-workflow-run-artifacts', 'actions/get-artifact', 'actions/download-artifact',
+  'actions/create-workflow-dispatch',
+  'actions/list-workflow-runs',
+  'actions/get-workflow-run',
+  'actions/list-jobs-for-workflow-run',
+  'actions/download-job-logs-for-workflow-run',
+  'actions/cancel-workflow-run',
+  'actions/list-workflow-run-artifacts',
+  'actions/get-artifact',
+  'actions/download-artifact',
   // added later: Apps
-  'apps/get-authenticated', 'apps/list-installations', 'apps/get-repo-installation', 'apps/list-repos-accessible-to-installation',
+  'apps/get-authenticated',
+  'apps/list-installations',
+  'apps/get-repo-installation',
+  'apps/list-repos-accessible-to-installation',
   // added later: issues, reviews, check runs of a suite, git objects
-  'issues/list-for-repo', 'pulls/list-reviews', 'checks/list-for-suite', 'git/create-ref', 'git/get-commit',
+  'issues/list-for-repo',
+  'pulls/list-reviews',
+  'checks/list-for-suite',
+  'git/create-ref',
+  'git/get-commit',
 ];
 
 /** Operation members kept; the rest (summary, description, tags, externalDocs, x-github, x-octokit) is prose or SDK metadata. */
@@ -69,7 +105,11 @@ function argValue(name) {
 function sortKeys(value) {
   if (Array.isArray(value)) return value.map(sortKeys);
   if (value === null || typeof value !== 'object') return value;
-  return Object.fromEntries(Object.keys(value).sort().map((key) => [key, sortKeys(value[key])]));
+  return Object.fromEntries(
+    Object.keys(value)
+      .sort()
+      .map((key) => [key, sortKeys(value[key])]),
+  );
 }
 
 /** Copy an OpenAPI node without its prose; `names` says the keys are names, not OpenAPI members. */
@@ -123,7 +163,13 @@ function shareRepeatedSchemas(paths) {
     if (repeated.length === 0) return { paths, schemas };
     const text = repeated.sort((a, b) => b.length - a.length || (a < b ? -1 : 1))[0];
     const schema = JSON.parse(text);
-    const title = typeof schema.title === 'string' ? schema.title.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '') : 'schema';
+    const title =
+      typeof schema.title === 'string'
+        ? schema.title
+            .toLowerCase()
+            .replace(/[^a-z0-9]+/g, '-')
+            .replace(/^-|-$/g, '')
+        : 'schema';
     const name = `${title}-${createHash('sha256').update(text).digest('hex').slice(0, 8)}`;
     const ref = { $ref: `#/components/schemas/${name}` };
     everywhere((node) => (isSchema(node) && JSON.stringify(node) === text ? ref : undefined));
@@ -142,9 +188,13 @@ function layout(value, depth = 0) {
 function readDescription(workDir) {
   let tarball = argValue('--tarball');
   if (tarball === undefined) {
-    const packed = JSON.parse(execFileSync('npm', ['pack', `${PACKAGE}@${VERSION}`, '--json', '--silent', '--pack-destination', workDir], {
-      cwd: workDir, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'],
-    }));
+    const packed = JSON.parse(
+      execFileSync('npm', ['pack', `${PACKAGE}@${VERSION}`, '--json', '--silent', '--pack-destination', workDir], {
+        cwd: workDir,
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'inherit'],
+      }),
+    );
     tarball = join(workDir, packed[0].filename);
   }
   const integrity = `sha512-${createHash('sha512').update(readFileSync(tarball)).digest('base64')}`;
@@ -198,7 +248,10 @@ ${license}`;
 const workDir = mkdtempSync(join(tmpdir(), 'proofgate-openapi-'));
 try {
   const { description, license } = readDescription(workDir);
-  const files = [[outFile, `${layout(subset(description))}\n`], [licenseFile, notice(license)]];
+  const files = [
+    [outFile, `${layout(subset(description))}\n`],
+    [licenseFile, notice(license)],
+  ];
   if (process.argv.includes('--check')) {
     const stale = files.filter(([file, text]) => !existsSync(file) || readFileSync(file, 'utf8') !== text);
     for (const [file] of stale) console.error(`stale: ${file.slice(root.length)}`);

@@ -139,9 +139,7 @@ export function summarizeChecks(checks: readonly ForgeCheck[], policy: CheckPoli
     else if (PASSING.has(conclusion)) passed.push(entry);
     else terminalBlockers.push({ ...entry, conclusion, repairable: REPAIRABLE.has(conclusion) });
   }
-  const missingRequired = (policy.required ?? []).filter(
-    (name) => !ignoredNames.has(name.toLowerCase()) && !reported.has(name.toLowerCase()),
-  );
+  const missingRequired = (policy.required ?? []).filter((name) => !ignoredNames.has(name.toLowerCase()) && !reported.has(name.toLowerCase()));
   const noChecksYet = reported.size === 0 && policy.expectChecks !== false;
   const base = {
     pending,
@@ -153,4 +151,28 @@ export function summarizeChecks(checks: readonly ForgeCheck[], policy: CheckPoli
     hasPending: pending.length > 0 || missingRequired.length > 0 || noChecksYet,
   };
   return { ...base, text: render(base) };
+}
+
+/** A head's repairable failures split by how the same checks ended on the base commit. */
+export interface BaseComparison {
+  /** Failures whose check's newest run on the base also failed (repairably): the base is blocked, not the change. */
+  readonly onBase: readonly TerminalBlocker[];
+  /** Failures the base has no failing result for (passed, pending, cancelled, not run or unknown): the change's own. */
+  readonly own: readonly TerminalBlocker[];
+}
+
+/**
+ * Compare a head's repairable failures with the checks of its base commit
+ * (pure; `baseChecks` are the runs on the base sha, whatever the forge
+ * reported). A check counts as failing on the base only when its newest run
+ * there (same workflow and name) completed with a repairable failing
+ * conclusion; no result for it on the base leaves the failure the change's own.
+ */
+export function compareWithBase(failures: readonly TerminalBlocker[], baseChecks: readonly ForgeCheck[], policy: CheckPolicy): BaseComparison {
+  const base = summarizeChecks(baseChecks, { ignored: policy.ignored, expectChecks: false });
+  const failingOnBase = new Set(base.terminalBlockers.filter((b) => b.repairable).map((b) => b.label));
+  return {
+    onBase: failures.filter((f) => failingOnBase.has(f.label)),
+    own: failures.filter((f) => !failingOnBase.has(f.label)),
+  };
 }

@@ -6,17 +6,16 @@
  * marker naming that head whose diff, contract and config digests equal the
  * live ones and whose stored record still resolves, a maintainer's approval
  * when the change touches what proofgate trusts, no pending or failed check,
- * and ready mergeability.
+ * ready mergeability, and, last, the forge's review decision (required
+ * approvals given, no changes requested).
  */
 import type { ChangeSnapshot } from '../forge/port.js';
-import { DEFAULT_IGNORED_CHECKS, summarizeChecks, type CheckPolicy } from './checks.js';
-import { automergeActive, type AutomergeLedgerState, type RepairKind } from './ledger.js';
+import { DEFAULT_IGNORED_CHECKS, compareWithBase, summarizeChecks, type CheckPolicy, type TerminalBlocker } from './checks.js';
+import { automergeActive, type AutomergeLedgerState, type RepairKind, type ReviewRecord } from './ledger.js';
 import type { TrustedVerdict, VerdictBindings } from './markers.js';
 
 export interface AutomergePolicy {
   readonly checks: CheckPolicy;
-  /** Branch protection requires the head to be up to date with the base: BEHIND is repaired by a rebase. */
-  readonly requireUpToDate: boolean;
   /** Automatic repairs per change (human `rebase` commands do not count). */
   readonly maxRepairsPerChange: number;
   /** Automatic repairs started from the same head. */
@@ -29,20 +28,76 @@ export interface AutomergePolicy {
 
 export const defaultAutomergePolicy: AutomergePolicy = {
   checks: { ignored: DEFAULT_IGNORED_CHECKS },
-  requireUpToDate: false,
   maxRepairsPerChange: 3,
   maxRepairsPerHead: 2,
   maxMergeAttemptsPerHead: 2,
   maxReviewsPerHead: 3,
 };
 
-export type AutomergeDecision =
+/**
+ * Why an automerge decision is what it is, one stable code per distinct
+ * reason (grouped by the kind of decision that carries it). Branch on the
+ * code; the prose `reason` next to it is for people and may change. Most come
+ * from `decideAutomerge`; the loop's gate (`gateDecision`) and the router add
+ * the few marked below.
+ */
+export const AUTOMERGE_REASON_CODES = [
+  // stop
+  'change-merged',
+  'change-closed',
+  'already-merged',
+  'not-requested',
+  'stopped', // also the router's stop while no job runs
+  // wait
+  'draft',
+  'repair-in-progress',
+  'review-in-progress',
+  'bindings-unreadable',
+  'approval-required',
+  'checks-pending',
+  'mergeability-pending',
+  'review-required', // the forge's review decision: required approvals are missing (a window; its expiry blocks)
+  'new-head-pending', // gate: a repair pushed a head the forge does not show yet
+  'automerge-requested', // router: the request was taken, the job is starting
+  // review
+  'no-verdict',
+  'head-moved',
+  'bindings-changed',
+  'record-unverified',
+  // repair (a block when a repair cap is reached)
+  'merge-conflict',
+  'behind',
+  'checks-failed',
+  'review-refuted',
+  // block
+  'review-hold',
+  'refuted-without-findings',
+  'review-cap',
+  'repair-cap-per-change',
+  'repair-cap-per-head',
+  'checks-need-rerun',
+  'merge-refused',
+  'base-blocked',
+  'changes-requested', // the forge's review decision: a reviewer asked for changes
+  'no-agent-fix', // gate
+  'no-repair-worker', // gate
+  'repair-made-no-change', // gate
+  // merge
+  'ready',
+] as const;
+
+export type AutomergeReasonCode = (typeof AUTOMERGE_REASON_CODES)[number];
+
+type DecisionBody =
   | { readonly kind: 'wait'; readonly reason: string }
   | { readonly kind: 'review'; readonly head: string; readonly reason: string }
   | { readonly kind: 'repair'; readonly repair: RepairKind; readonly head: string; readonly reason: string }
   | { readonly kind: 'merge'; readonly head: string; readonly reason: string }
   | { readonly kind: 'block'; readonly reason: string }
   | { readonly kind: 'stop'; readonly reason: string };
+
+/** A decision with its reason code: what `decideAutomerge` returns, and what the loop acts on and shows. */
+export type AutomergeDecision = DecisionBody & { readonly code: AutomergeReasonCode };
 
 /** How a verdict's stored accepted-result record resolved against the live bindings (`resolveReviewRecord`). */
 export type RecordStanding = { readonly kind: 'accepted' } | { readonly kind: 'wait'; readonly reason: string };
@@ -115,8 +170,13 @@ function short(sha: string): string {
   return sha.slice(0, 12);
 }
 
+function listChecks(blockers: readonly TerminalBlocker[]): string {
+  return blockers.map((b) => `${b.label} (${b.conclusion})`).join(', ');
+}
+
 function repairOrBlock(
   repair: RepairKind,
+  code: AutomergeReasonCode,
   reason: string,
   head: string,
   ledger: AutomergeLedgerState,
@@ -125,16 +185,26 @@ function repairOrBlock(
   const automatic = ledger.repairs.filter((r) => r.automatic);
   const onHead = automatic.filter((r) => r.head === head).length;
   if (automatic.length >= policy.maxRepairsPerChange) {
-    return { kind: 'block', reason: `${reason}; repair cap reached: ${automatic.length} automatic repairs on this change (max ${policy.maxRepairsPerChange})` };
+    return {
+      kind: 'block',
+      code: 'repair-cap-per-change',
+      reason: `${reason}; repair cap reached: ${automatic.length} automatic repairs on this change (max ${policy.maxRepairsPerChange})`,
+    };
   }
   if (onHead >= policy.maxRepairsPerHead) {
-    return { kind: 'block', reason: `${reason}; repair cap reached: ${onHead} automatic repairs from head ${short(head)} (max ${policy.maxRepairsPerHead})` };
+    return {
+      kind: 'block',
+      code: 'repair-cap-per-head',
+      reason: `${reason}; repair cap reached: ${onHead} automatic repairs from head ${short(head)} (max ${policy.maxRepairsPerHead})`,
+    };
   }
-  return { kind: 'repair', repair, head, reason };
+  return { kind: 'repair', code, repair, head, reason };
 }
 
 /**
- * Decide the next automerge step. `verdicts` are markers that `readMarkers` /
+ * Decide the next automerge step: the decision's `code`
+ * (`AUTOMERGE_REASON_CODES`) says why in a stable form, its `reason` says the
+ * same in prose for the timeline and the status comment. `verdicts` are markers that `readMarkers` /
  * `collectVerdicts` already verified, oldest first by their signed time; the
  * latest one for the head that still binds (`verdictStanding`) is taken. A
  * verdict whose config, contract or diff digest differs from the live one, or
@@ -149,81 +219,169 @@ export function decideAutomerge(
   facts: ReviewFacts,
 ): AutomergeDecision {
   const head = snapshot.head.sha;
-  if (snapshot.state === 'merged') return { kind: 'stop', reason: `change is merged${snapshot.mergeCommitSha === null ? '' : ` (${short(snapshot.mergeCommitSha)})`}` };
-  if (snapshot.state === 'closed') return { kind: 'stop', reason: 'change is closed' };
-  if (ledger.merged !== null) return { kind: 'stop', reason: `already merged head ${short(ledger.merged.head)} as ${short(ledger.merged.mergeCommit)}` };
-  if (ledger.automerge === null) return { kind: 'stop', reason: 'automerge was not requested' };
+  if (snapshot.state === 'merged')
+    return { kind: 'stop', code: 'change-merged', reason: `change is merged${snapshot.mergeCommitSha === null ? '' : ` (${short(snapshot.mergeCommitSha)})`}` };
+  if (snapshot.state === 'closed') return { kind: 'stop', code: 'change-closed', reason: 'change is closed' };
+  if (ledger.merged !== null)
+    return { kind: 'stop', code: 'already-merged', reason: `already merged head ${short(ledger.merged.head)} as ${short(ledger.merged.mergeCommit)}` };
+  if (ledger.automerge === null) return { kind: 'stop', code: 'not-requested', reason: 'automerge was not requested' };
   if (!automergeActive(ledger) && ledger.stop !== null) {
-    return { kind: 'stop', reason: `stopped by ${ledger.stop.actor} (comment ${ledger.stop.commentId} at ${ledger.stop.at})` };
+    return { kind: 'stop', code: 'stopped', reason: `stopped by ${ledger.stop.actor} (comment ${ledger.stop.commentId} at ${ledger.stop.at})` };
   }
-  if (snapshot.draft) return { kind: 'wait', reason: 'change is a draft' };
+  if (snapshot.draft) return { kind: 'wait', code: 'draft', reason: 'change is a draft' };
 
   const activeRepair = ledger.repairs.find((r) => r.status === 'dispatched' && r.head === head);
-  if (activeRepair !== undefined) return { kind: 'wait', reason: `repair ${activeRepair.id} (${activeRepair.repair}) of head ${short(head)} in progress` };
+  if (activeRepair !== undefined)
+    return { kind: 'wait', code: 'repair-in-progress', reason: `repair ${activeRepair.id} (${activeRepair.repair}) of head ${short(head)} in progress` };
 
   const { verdict, stale } = verdictFor(verdicts, snapshot.id, head, facts);
   if (verdict?.fields.verdict === 'HOLD') {
-    return { kind: 'block', reason: `review of head ${short(head)} is HOLD: a human must review (comment ${verdict.commentId})` };
+    return { kind: 'block', code: 'review-hold', reason: `review of head ${short(head)} is HOLD: a human must review (comment ${verdict.commentId})` };
   }
 
   if (snapshot.mergeable === 'CONFLICTING' || snapshot.mergeStateStatus === 'DIRTY') {
-    return repairOrBlock('rebase', `head ${short(head)} conflicts with ${snapshot.base.ref} (${snapshot.mergeable}/${snapshot.mergeStateStatus})`, head, ledger, policy);
+    return repairOrBlock(
+      'rebase',
+      'merge-conflict',
+      `head ${short(head)} conflicts with ${snapshot.base.ref} (${snapshot.mergeable}/${snapshot.mergeStateStatus})`,
+      head,
+      ledger,
+      policy,
+    );
   }
-  if (snapshot.mergeStateStatus === 'BEHIND' && policy.requireUpToDate) {
-    return repairOrBlock('rebase', `head ${short(head)} is behind ${snapshot.base.ref}, which must be up to date`, head, ledger, policy);
+  // The forge says BEHIND only when the base requires up-to-date heads: the rebase fast path repairs it.
+  if (snapshot.mergeStateStatus === 'BEHIND') {
+    return repairOrBlock('rebase', 'behind', `head ${short(head)} is behind ${snapshot.base.ref}, which must be up to date`, head, ledger, policy);
   }
 
-  const checks = summarizeChecks(snapshot.checks.filter((c) => c.headSha === head), policy.checks);
+  const checks = summarizeChecks(
+    snapshot.checks.filter((c) => c.headSha === head),
+    policy.checks,
+  );
   const failed = checks.terminalBlockers.filter((b) => b.repairable);
   if (failed.length > 0) {
-    return repairOrBlock('fix-checks', `failed checks on ${short(head)}: ${failed.map((b) => `${b.label} (${b.conclusion})`).join(', ')}`, head, ledger, policy);
+    // The same checks on the base commit, when the snapshot carries them: a failure the base shares is not the change's to repair.
+    const base = compareWithBase(
+      failed,
+      snapshot.checks.filter((c) => c.headSha === snapshot.base.sha),
+      policy.checks,
+    );
+    const at = `${snapshot.base.ref} at ${short(snapshot.base.sha)}`;
+    if (base.own.length === 0) {
+      return {
+        kind: 'block',
+        code: 'base-blocked',
+        reason: `the base is blocked: ${listChecks(base.onBase)} also fail${base.onBase.length === 1 ? 's' : ''} on ${at}; no repair of this change is attempted`,
+      };
+    }
+    const shared = base.onBase.length === 0 ? '' : `; also failing on ${at}: ${listChecks(base.onBase)}`;
+    return repairOrBlock('fix-checks', 'checks-failed', `failed checks on ${short(head)}: ${listChecks(failed)}${shared}`, head, ledger, policy);
   }
 
   const inFlight = ledger.reviews.find(
     (r) => r.head === head && r.status === 'dispatched' && !verdicts.some((v) => v.fields.review === r.id && v.fields.head === head),
   );
-  if (inFlight !== undefined) return { kind: 'wait', reason: `review ${inFlight.id} of head ${short(head)} in progress; checks: ${checks.text}` };
+  if (inFlight !== undefined)
+    return { kind: 'wait', code: 'review-in-progress', reason: `review ${inFlight.id} of head ${short(head)} in progress; checks: ${checks.text}` };
 
   if (verdict === null) {
     const latestStale = stale[0];
     // The head's bindings cannot be read: a new review could not be checked either.
-    if (latestStale !== undefined && 'problem' in facts.live) return { kind: 'wait', reason: latestStale.standing.reason };
+    if (latestStale !== undefined && 'problem' in facts.live) return { kind: 'wait', code: 'bindings-unreadable', reason: latestStale.standing.reason };
     // A review whose verdict went stale because the rules or the bytes changed answered in its time: it does not count.
     const outdated = new Set(stale.filter((entry) => entry.standing.cause === 'changed').map((entry) => entry.review));
-    const tried = ledger.reviews.filter((r) => r.head === head && !outdated.has(r.id)).length;
+    // Neither does one that gave a verdict a later review of the same head replaced (the one review comment is edited in place).
+    const ofHead = ledger.reviews.filter((r) => r.head === head);
+    const replaced = (r: ReviewRecord, at: number) => r.status === 'finished' && at < ofHead.length - 1 && !verdicts.some((v) => v.fields.review === r.id);
+    const tried = ofHead.filter((r, at) => !outdated.has(r.id) && !replaced(r, at)).length;
     if (tried >= policy.maxReviewsPerHead) {
-      return { kind: 'block', reason: `${tried} reviews of head ${short(head)} ended without a verdict that holds (max ${policy.maxReviewsPerHead})${latestStale === undefined ? '' : `; last: ${latestStale.standing.reason}`}` };
+      return {
+        kind: 'block',
+        code: 'review-cap',
+        reason: `${tried} reviews of head ${short(head)} ended without a verdict that holds (max ${policy.maxReviewsPerHead})${latestStale === undefined ? '' : `; last: ${latestStale.standing.reason}`}`,
+      };
     }
-    if (latestStale !== undefined) return { kind: 'review', head, reason: `head ${short(head)} needs a re-review: ${latestStale.standing.reason}` };
+    if (latestStale !== undefined) {
+      const code = latestStale.standing.cause === 'changed' ? 'bindings-changed' : 'record-unverified';
+      return { kind: 'review', code, head, reason: `head ${short(head)} needs a re-review: ${latestStale.standing.reason}` };
+    }
     const older = verdicts.filter((v) => v.fields.change === snapshot.id && v.fields.head !== head);
-    const why = older.length > 0 ? `verdicts name older heads (${[...new Set(older.map((v) => short(v.fields.head)))].join(', ')})` : 'no verdict yet';
-    return { kind: 'review', head, reason: `head ${short(head)} needs an exact-head review: ${why}` };
+    if (older.length > 0) {
+      const heads = [...new Set(older.map((v) => short(v.fields.head)))].join(', ');
+      return { kind: 'review', code: 'head-moved', head, reason: `head ${short(head)} needs an exact-head review: verdicts name older heads (${heads})` };
+    }
+    return { kind: 'review', code: 'no-verdict', head, reason: `head ${short(head)} needs an exact-head review: no verdict yet` };
   }
   if (verdict.fields.verdict === 'REFUTED') {
     if (verdict.fields.findings > 0) {
-      return repairOrBlock('fix-findings', `review of head ${short(head)} is REFUTED with ${verdict.fields.findings} finding(s)`, head, ledger, policy);
+      return repairOrBlock(
+        'fix-findings',
+        'review-refuted',
+        `review of head ${short(head)} is REFUTED with ${verdict.fields.findings} finding(s)`,
+        head,
+        ledger,
+        policy,
+      );
     }
-    return { kind: 'block', reason: `review of head ${short(head)} is REFUTED without actionable findings: a human must review` };
+    return {
+      kind: 'block',
+      code: 'refuted-without-findings',
+      reason: `review of head ${short(head)} is REFUTED without actionable findings: a human must review`,
+    };
   }
   if (facts.touchesTrusted.length > 0 && facts.approval === null) {
-    return { kind: 'wait', reason: `needs a maintainer's approval: touches ${listPaths(facts.touchesTrusted)} (a maintainer comments \`/proofgate approve\` for head ${short(head)})` };
+    return {
+      kind: 'wait',
+      code: 'approval-required',
+      reason: `needs a maintainer's approval: touches ${listPaths(facts.touchesTrusted)} (a maintainer comments \`/proofgate approve\` for head ${short(head)})`,
+    };
   }
 
   const rerun = checks.terminalBlockers.filter((b) => !b.repairable);
   if (rerun.length > 0) {
-    return { kind: 'block', reason: `checks not green on ${short(head)} and need a re-run: ${rerun.map((b) => `${b.label} (${b.conclusion})`).join(', ')}` };
+    return { kind: 'block', code: 'checks-need-rerun', reason: `checks not green on ${short(head)} and need a re-run: ${listChecks(rerun)}` };
   }
-  if (checks.hasPending) return { kind: 'wait', reason: `checks pending on ${short(head)}: ${checks.text}` };
+  if (checks.hasPending) return { kind: 'wait', code: 'checks-pending', reason: `checks pending on ${short(head)}: ${checks.text}` };
 
   const refused = ledger.mergeFailures.filter((f) => f.head === head);
   if (refused.length >= policy.maxMergeAttemptsPerHead) {
-    return { kind: 'block', reason: `merge of head ${short(head)} refused ${refused.length} times (last: ${refused[refused.length - 1]?.code ?? 'unknown'})` };
+    return {
+      kind: 'block',
+      code: 'merge-refused',
+      reason: `merge of head ${short(head)} refused ${refused.length} times (last: ${refused[refused.length - 1]?.code ?? 'unknown'})`,
+    };
   }
-  const readyState =
-    snapshot.mergeStateStatus === 'CLEAN' || snapshot.mergeStateStatus === 'HAS_HOOKS' || (snapshot.mergeStateStatus === 'BEHIND' && !policy.requireUpToDate);
+  const readyState = snapshot.mergeStateStatus === 'CLEAN' || snapshot.mergeStateStatus === 'HAS_HOOKS';
+  // The review decision is asked last, so a change is reviewed, checked and repaired first. A base that
+  // requires approvals shows a MERGEABLE change as BLOCKED until it has them: the decision says why.
+  const reviewPending = snapshot.reviewDecision === 'REVIEW_REQUIRED' || snapshot.reviewDecision === 'CHANGES_REQUESTED';
+  if (reviewPending && snapshot.mergeable === 'MERGEABLE' && (readyState || snapshot.mergeStateStatus === 'BLOCKED')) {
+    if (snapshot.reviewDecision === 'CHANGES_REQUESTED') {
+      return {
+        kind: 'block',
+        code: 'changes-requested',
+        reason: `changes requested on ${snapshot.base.ref}'s required review of head ${short(head)}: a human must look`,
+      };
+    }
+    return {
+      kind: 'wait',
+      code: 'review-required',
+      reason: `head ${short(head)} needs the approvals ${snapshot.base.ref} requires (a maintainer comments \`/proofgate approve\` for head ${short(head)}, or approves it on the forge)`,
+    };
+  }
   if (snapshot.mergeable !== 'MERGEABLE' || !readyState) {
-    return { kind: 'wait', reason: `mergeability not ready on ${short(head)}: ${snapshot.mergeable}/${snapshot.mergeStateStatus}` };
+    return {
+      kind: 'wait',
+      code: 'mergeability-pending',
+      reason: `mergeability not ready on ${short(head)}: ${snapshot.mergeable}/${snapshot.mergeStateStatus}`,
+    };
   }
-  const approved = facts.touchesTrusted.length > 0 && facts.approval !== null ? `, trust change approved by ${facts.approval.by}` : '';
-  return { kind: 'merge', head, reason: `head ${short(head)} CONFIRMED (comment ${verdict.commentId}), checks green${approved}, ${snapshot.mergeable}/${snapshot.mergeStateStatus}` };
+  const trust = facts.touchesTrusted.length > 0 && facts.approval !== null ? `, trust change approved by ${facts.approval.by}` : '';
+  const approved = `${trust}${snapshot.reviewDecision === 'APPROVED' ? ', required approvals given' : ''}`;
+  return {
+    kind: 'merge',
+    code: 'ready',
+    head,
+    reason: `head ${short(head)} CONFIRMED (comment ${verdict.commentId}), checks green${approved}, ${snapshot.mergeable}/${snapshot.mergeStateStatus}`,
+  };
 }

@@ -54,10 +54,65 @@ export interface TimelineEntry {
   readonly text: string;
 }
 
+/**
+ * The ledger keys a state has applied: a persistent set. The states of one
+ * history share one append-only log of keys and each state sees the first
+ * `size` of them, so adding a key to the newest state costs the same however
+ * long the history is (the fold of a long-running change stays linear).
+ * Adding a key to an older state that differs from the key its successor
+ * added copies that state's keys into a log of its own, so no state ever
+ * sees a key it did not apply.
+ */
+export class AppliedKeys implements Iterable<string> {
+  readonly #keys: string[];
+  readonly #index: Map<string, number>;
+  readonly size: number;
+
+  private constructor(keys: string[], index: Map<string, number>, size: number) {
+    this.#keys = keys;
+    this.#index = index;
+    this.size = size;
+    Object.freeze(this);
+  }
+
+  static empty(): AppliedKeys {
+    return new AppliedKeys([], new Map(), 0);
+  }
+
+  has(key: string): boolean {
+    const at = this.#index.get(key);
+    return at !== undefined && at < this.size;
+  }
+
+  /** This set plus `key` (the same object when it holds `key` already). */
+  with(key: string): AppliedKeys {
+    if (this.has(key)) return this;
+    const keys = this.#keys;
+    if (keys.length === this.size) {
+      keys.push(key);
+      this.#index.set(key, this.size);
+      return new AppliedKeys(keys, this.#index, this.size + 1);
+    }
+    // A later state of this history added the same key next: share the log.
+    if (keys[this.size] === key) return new AppliedKeys(keys, this.#index, this.size + 1);
+    const own = keys.slice(0, this.size);
+    own.push(key);
+    return new AppliedKeys(own, new Map(own.map((k, i) => [k, i])), this.size + 1);
+  }
+
+  *[Symbol.iterator](): Iterator<string> {
+    for (let i = 0; i < this.size; i += 1) yield this.#keys[i] as string;
+  }
+
+  toJSON(): string[] {
+    return [...this];
+  }
+}
+
 export interface AutomergeLedgerState {
   readonly changeId: string;
   /** Ledger keys already applied. */
-  readonly processed: Readonly<Record<string, true>>;
+  readonly processed: AppliedKeys;
   /** Latest processed version of each command comment and its commands. */
   readonly comments: Readonly<Record<string, { readonly updatedAt: string; readonly commands: readonly string[] }>>;
   /** Latest automerge request (by time). */
@@ -126,7 +181,7 @@ export function outcomeKey(outcome: LedgerOutcome): string {
 export function initialLedger(changeId: string): AutomergeLedgerState {
   return {
     changeId,
-    processed: {},
+    processed: AppliedKeys.empty(),
     comments: {},
     automerge: null,
     stop: null,
@@ -155,7 +210,7 @@ function later(current: CommandStamp | null, candidate: CommandStamp): CommandSt
 
 function appendTimeline(timeline: readonly TimelineEntry[], entry: TimelineEntry): readonly TimelineEntry[] {
   const last = timeline[timeline.length - 1];
-  return last !== undefined && last.text === entry.text ? timeline : [...timeline, entry];
+  return last !== undefined && last.text === entry.text ? timeline : timeline.concat([entry]);
 }
 
 /** Commands of `next` that `previous` did not hold (as a multiset, by canonical text). */
@@ -177,8 +232,8 @@ function newCommands(previous: readonly string[], next: readonly ParsedCommand[]
 export function applyCommand(state: AutomergeLedgerState, delivery: CommandDelivery): CommandApplication {
   const { comment } = delivery;
   const key = ledgerKey(comment);
-  if (state.processed[key] === true) return { state, run: [], skipped: 'redelivery' };
-  const processed = { ...state.processed, [key]: true as const };
+  if (state.processed.has(key)) return { state, run: [], skipped: 'redelivery' };
+  const processed = state.processed.with(key);
   const previous = state.comments[comment.id];
   if (previous !== undefined && timeOf(comment.updatedAt) < timeOf(previous.updatedAt)) {
     return { state: { ...state, processed }, run: [], skipped: 'older-version' };
@@ -210,8 +265,8 @@ function short(sha: string): string {
 /** Apply one outcome the router recorded; a key seen before changes nothing. */
 export function applyOutcome(state: AutomergeLedgerState, outcome: LedgerOutcome): AutomergeLedgerState {
   const key = outcomeKey(outcome);
-  if (state.processed[key] === true) return state;
-  const base = { ...state, processed: { ...state.processed, [key]: true as const } };
+  if (state.processed.has(key)) return state;
+  const base = { ...state, processed: state.processed.with(key) };
   const note = (text: string): readonly TimelineEntry[] => appendTimeline(state.timeline, { at: outcome.at, text });
   switch (outcome.type) {
     case 'review-dispatched': {
@@ -224,7 +279,8 @@ export function applyOutcome(state: AutomergeLedgerState, outcome: LedgerOutcome
       const reviews = known
         ? replaceById(state.reviews, outcome.id, (r) => ({ ...r, status, verdict: outcome.verdict }))
         : [...state.reviews, { id: outcome.id, head: outcome.head, status, verdict: outcome.verdict, at: outcome.at }];
-      const text = outcome.verdict === null ? `review of ${short(outcome.head)} ended without a verdict` : `review of ${short(outcome.head)}: ${outcome.verdict}`;
+      const text =
+        outcome.verdict === null ? `review of ${short(outcome.head)} ended without a verdict` : `review of ${short(outcome.head)}: ${outcome.verdict}`;
       return { ...base, reviews, timeline: note(text) };
     }
     case 'repair-dispatched': {

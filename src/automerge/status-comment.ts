@@ -8,7 +8,8 @@
 import type { ForgeComment } from '../forge/port.js';
 import type { AutomergeDecision } from './decide.js';
 import type { RepairRecord, TimelineEntry } from './ledger.js';
-import { composeMarkedBody, readMarkers, type MarkerSecret, type StatusFields } from './markers.js';
+import { composeMarkedBody, type MarkerSecret, type StatusFields } from './markers.js';
+import { findOwnComment } from './loop/own-comment.js';
 
 export const DEFAULT_STATUS_INTENT = 'automerge';
 /** Timeline entries shown; older ones are summarized in one line. */
@@ -94,7 +95,7 @@ export function renderStatusComment(input: StatusCommentInput, secret: MarkerSec
   const lines = [
     `### proofgate ${escapeText(input.intent)}: ${HEADLINES[decision.kind]}`,
     '',
-    `Head ${code(input.head)}: **${decision.kind}**, ${escapeText(decision.reason)}`,
+    `Head ${code(input.head)}: **${decision.kind}**, ${escapeText(decision.reason)} (\`${decision.code.replace(/[^a-z-]/g, '')}\`)`,
     '',
     '<details><summary>Timeline</summary>',
     '',
@@ -119,8 +120,7 @@ function changeLine(input: FinalCommentInput): string[] {
  * (a link when the forge gave one), the repair commits and the timeline.
  */
 export function renderFinalComment(input: FinalCommentInput, secret: MarkerSecret): string {
-  const mergeCommit =
-    input.mergeCommitUrl === null ? code(input.mergeCommit) : `[${code(input.mergeCommit)}](${linkTarget(input.mergeCommitUrl)})`;
+  const mergeCommit = input.mergeCommitUrl === null ? code(input.mergeCommit) : `[${code(input.mergeCommit)}](${linkTarget(input.mergeCommitUrl)})`;
   const pushed = input.repairs.filter((r) => r.status === 'pushed');
   const repairLines =
     pushed.length === 0
@@ -156,11 +156,5 @@ export function findStatusComment(
   comments: readonly ForgeComment[],
   options: { readonly selfLogin: string; readonly secret: MarkerSecret; readonly changeId: string; readonly intent: string },
 ): ForgeComment | null {
-  let found: ForgeComment | null = null;
-  for (const comment of comments) {
-    if (comment.author.toLowerCase() !== options.selfLogin.toLowerCase()) continue;
-    const { trusted } = readMarkers(comment, options);
-    if (trusted.some((m) => m.fields.kind === 'automerge-status' && m.fields.intent === options.intent)) found = comment;
-  }
-  return found;
+  return findOwnComment(comments, options, (m) => m.fields.kind === 'automerge-status' && m.fields.intent === options.intent)?.comment ?? null;
 }

@@ -72,6 +72,9 @@ export function jsonForTerminal(value: unknown): string {
     const code = char.codePointAt(0) ?? 0;
     if (code <= 0xffff) return `\\u${hex(code, 4)}`;
     // An astral format character (a tag character): its UTF-16 pair.
-    return char.split('').map((unit) => `\\u${hex(unit.charCodeAt(0), 4)}`).join('');
+    return char
+      .split('')
+      .map((unit) => `\\u${hex(unit.charCodeAt(0), 4)}`)
+      .join('');
   });
 }

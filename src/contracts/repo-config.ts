@@ -10,6 +10,9 @@ import { passThroughEnvName, reservedPassThroughEnv, reviewConfigSchema } from '
  * the key path, e.g. `automerge.maxRepairsPerHead: expected an integer >= 0`.
  */
 
+/** Where a repository's configuration lives, on the trusted branch and on every protected branch. */
+export const REPO_CONFIG_PATH = '.proofgate.yml';
+
 const checkNamePattern = /^[A-Za-z0-9][A-Za-z0-9 ._:/-]*$/;
 
 /** One configured check: a command run jailed on an export of the exact head. */
@@ -66,6 +69,9 @@ export const automergeConfigSchema = z
     shepherdPollMs: positiveInt.optional(),
     transientWaitMs: nonNegativeInt.optional(),
     transientPollMs: positiveInt.optional(),
+    /** Window while a change waits for required approvals (`requiredApprovals`) before the loop ends blocked. */
+    reviewWaitMs: nonNegativeInt.optional(),
+    reviewPollMs: positiveInt.optional(),
     gate: commandArgv.optional(),
     gateTimeoutSeconds: positiveInt.optional(),
     repairOutputBytes: positiveInt.optional(),
@@ -95,6 +101,13 @@ export const repoConfigSchema = z
     maintainers: z.array(maintainerSchema).default([]),
     requireUpToDate: z.boolean().default(false),
     /**
+     * Approvals a change needs before it merges: `/proofgate approve` for its
+     * current head from this many maintainers (write permission or more)
+     * other than its author (0: none; the local forge counts them, GitHub
+     * says it with its review decision). Unset is 0.
+     */
+    requiredApprovals: z.number().int().min(0).max(10).optional(),
+    /**
      * Path globs (picomatch, dot files included) of files proofgate trusts
      * beyond the ones it finds itself: a change touching one needs a
      * maintainer's `/proofgate approve` for its head (see automerge's trust rule).
@@ -110,7 +123,11 @@ export const repoConfigSchema = z
     /** How code proofgate did not write runs: `jail` (bubblewrap) or `none` (plainly; every result says so). */
     sandbox: z.enum(['jail', 'none']).default('jail'),
     /** A directory jobs share for package caches: absolute, never inside .git or proofgate's data dir (checked at use). */
-    cacheDir: z.string().min(1).refine((path) => path.startsWith('/') && !path.includes('\0'), 'must be an absolute path').optional(),
+    cacheDir: z
+      .string()
+      .min(1)
+      .refine((path) => path.startsWith('/') && !path.includes('\0'), 'must be an absolute path')
+      .optional(),
     limits: jailLimitsSchema.optional(),
   })
   .strict()
@@ -145,11 +162,16 @@ export function emptyRepoConfig(): RepoConfig {
 
 type Issue = z.core.$ZodIssue;
 
-function formatPath(path: readonly PropertyKey[]): string {
+/** At most this many issues are spelled out in one error; the rest are counted. */
+const ISSUES_SHOWN = 5;
+
+/** A key path as the docs write it (`review.lanes[2].timeoutSeconds`); a key that is not a plain word is quoted. */
+export function formatKeyPath(path: readonly PropertyKey[]): string {
   let text = '';
   for (const part of path) {
     if (typeof part === 'number') text += `[${part}]`;
-    else text += text === '' ? String(part) : `.${String(part)}`;
+    else if (typeof part === 'string' && /^[A-Za-z0-9_-]+$/.test(part)) text += text === '' ? part : `.${part}`;
+    else text += `[${JSON.stringify(String(part))}]`;
   }
   return text === '' ? '(top level)' : text;
 }
@@ -167,24 +189,33 @@ function mostSpecific(issue: Issue): Issue {
   return { ...inner, path: [...issue.path, ...inner.path] } as Issue;
 }
 
-function describeIssue(raw: Issue): string {
+/** One schema issue in words: `checks[0].run: is required`, `unknown key automerge.maxRepairs`. */
+export function describeSchemaIssue(raw: Issue): string {
   const issue = mostSpecific(raw);
   if (issue.code === 'unrecognized_keys') {
-    const keys = issue.keys.map((key) => formatPath([...issue.path, key]));
+    const keys = issue.keys.map((key) => formatKeyPath([...issue.path, key]));
     return `unknown key ${keys.join(', ')}`;
   }
-  if (issue.code === 'invalid_type' && /received undefined$/.test(issue.message)) return `${formatPath(issue.path)}: is required`;
-  return `${formatPath(issue.path)}: ${issue.message}`;
+  if (issue.code === 'invalid_type' && /received undefined$/.test(issue.message)) return `${formatKeyPath(issue.path)}: is required`;
+  return `${formatKeyPath(issue.path)}: ${issue.message.replace(/^Invalid (?:input|option): /, '').replace(/\s+/g, ' ')}`;
+}
+
+/**
+ * The one formatter of schema errors: every issue on one line, `; `
+ * between them (the first ISSUES_SHOWN, then how many more), each naming its
+ * key path, e.g. `review.transportRetries: expected an integer from 0 to 10`.
+ */
+export function formatSchemaIssues(issues: readonly Issue[]): string {
+  if (issues.length === 0) return 'invalid configuration';
+  const shown = issues.slice(0, ISSUES_SHOWN).map(describeSchemaIssue).join('; ');
+  return issues.length > ISSUES_SHOWN ? `${shown} (and ${issues.length - ISSUES_SHOWN} more)` : shown;
 }
 
 /** Validate a parsed configuration value; `source` names it in the error (e.g. `main:.proofgate.yml`). */
 export function parseRepoConfig(value: unknown, source: string): RepoConfig {
   const result = repoConfigSchema.safeParse(value ?? {});
   if (result.success) return result.data;
-  const first = result.error.issues[0];
-  const detail = first === undefined ? 'invalid configuration' : describeIssue(first);
-  const more = result.error.issues.length > 1 ? ` (and ${result.error.issues.length - 1} more)` : '';
-  throw new ProofgateError('CONFIG', `${source}: ${detail}${more}`, { source });
+  throw new ProofgateError('CONFIG', `${source}: ${formatSchemaIssues(result.error.issues)}`, { source });
 }
 
 /** Parse the YAML text of `.proofgate.yml` and validate it. */
@@ -200,6 +231,34 @@ export function parseRepoConfigYaml(text: string, source: string): RepoConfig {
     throw new ProofgateError('CONFIG', `${source}: the top level must be a mapping`, { source });
   }
   return parseRepoConfig(value, source);
+}
+
+/**
+ * Reads one file as committed at `ref` (a branch ref or a commit id): its
+ * bytes, or null when that tree has no such file. The forge port's
+ * `readFile`, the local repository's `readBlob` and review's git reader all
+ * have this shape.
+ */
+export type ReadFileAtRef = (ref: string, path: string) => Promise<Uint8Array | null>;
+
+export interface LoadedRepoConfig {
+  readonly config: RepoConfig;
+  /** `<label>:.proofgate.yml`, or null when the ref has no `.proofgate.yml` (the empty configuration applies). */
+  readonly source: string | null;
+}
+
+/**
+ * The one loader of the trusted configuration: `.proofgate.yml` as committed
+ * at `ref`, read through `read` and validated by `parseRepoConfigYaml`.
+ * Callers pass the trusted branch or a protected base, never a change's head.
+ * A ref without the file gets the empty configuration; a malformed file is
+ * one `CONFIG` error naming `<label>:.proofgate.yml` and the key path.
+ */
+export async function loadRepoConfigAt(read: ReadFileAtRef, ref: string, label: string = ref): Promise<LoadedRepoConfig> {
+  const bytes = await read(ref, REPO_CONFIG_PATH);
+  if (bytes === null) return { config: emptyRepoConfig(), source: null };
+  const source = `${label}:${REPO_CONFIG_PATH}`;
+  return { config: parseRepoConfigYaml(Buffer.from(bytes).toString('utf8'), source), source };
 }
 
 /** Whether two logins name the same account: logins compare case-insensitively everywhere (as GitHub's do). */
@@ -219,9 +278,6 @@ export function maintainerPermission(config: RepoConfig, login: string): z.infer
   return null;
 }
 
-/** Where a repository's configuration lives, on the trusted branch and on every protected branch. */
-export const REPO_CONFIG_PATH = '.proofgate.yml';
-
 /**
  * The branches changes may target under the trusted branch's config: its
  * `protectedBranches`, and always the trusted branch itself.
@@ -237,7 +293,12 @@ export function protectedBranchNames(trustedBranch: string, trustedConfig: RepoC
  * case-insensitive file system keeps `Main` and `main` in one ref file).
  * Returns why the pair is refused, or null.
  */
-export function protectedBranchRefusal(input: { readonly trustedBranch: string; readonly trustedConfig: RepoConfig; readonly base: string; readonly head: string }): string | null {
+export function protectedBranchRefusal(input: {
+  readonly trustedBranch: string;
+  readonly trustedConfig: RepoConfig;
+  readonly base: string;
+  readonly head: string;
+}): string | null {
   const names = protectedBranchNames(input.trustedBranch, input.trustedConfig);
   const list = names.join(', ');
   if (names.some((name) => name.toLowerCase() === input.head.toLowerCase())) {

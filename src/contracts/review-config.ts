@@ -19,7 +19,7 @@ const RESERVED_PROGRAM_ENV: readonly string[] = ['PATH', 'HOME', 'TMPDIR', 'USER
  * for the jailed program. Returns why `name` is refused, or undefined.
  */
 export function reservedPassThroughEnv(name: string): string | undefined {
-  if (/^PROOFGATE_/.test(name)) return 'proofgate\'s own settings and secrets (PROOFGATE_*) never reach a jailed program';
+  if (/^PROOFGATE_/.test(name)) return "proofgate's own settings and secrets (PROOFGATE_*) never reach a jailed program";
   if (/^(?:GITHUB_|GH_)/.test(name)) return 'forge tokens and settings (GITHUB_*, GH_*) never reach a jailed program';
   if (/^GIT_/.test(name)) return 'git settings and credentials (GIT_*) never reach a jailed program';
   if (/^PG[A-Z]*$|^PG_|^DATABASE_URL$/.test(name)) return 'database settings (PG*, DATABASE_URL) never reach a jailed program';
@@ -47,7 +47,10 @@ export const reviewLaneConfigSchema = z
         baseUrl: z.string().url(),
         model: z.string().min(1),
         /** Name of the environment variable that holds the API key (never the key itself). */
-        apiKeyEnv: z.string().regex(/^[A-Z_][A-Z0-9_]*$/).optional(),
+        apiKeyEnv: z
+          .string()
+          .regex(/^[A-Z_][A-Z0-9_]*$/)
+          .optional(),
       })
       .strict()
       .optional(),
@@ -89,10 +92,36 @@ export const reviewTestsConfigSchema = z
   })
   .strict();
 
+/** How often a lane that failed in transport is dispatched again when the config does not say (`review.transportRetries`). */
+export const DEFAULT_TRANSPORT_RETRIES = 2;
+/** The most re-dispatches a config may ask for per lane. */
+export const MAX_TRANSPORT_RETRIES = 10;
+/** The longest review budget a config may set (`review.budgetSeconds`): one week. */
+export const MAX_REVIEW_BUDGET_SECONDS = 7 * 86_400;
+
+const retryCount = z
+  .number({ error: `expected an integer from 0 to ${MAX_TRANSPORT_RETRIES}` })
+  .int({ error: `expected an integer from 0 to ${MAX_TRANSPORT_RETRIES}` })
+  .min(0, { error: `expected an integer from 0 to ${MAX_TRANSPORT_RETRIES}` })
+  .max(MAX_TRANSPORT_RETRIES, { error: `expected an integer from 0 to ${MAX_TRANSPORT_RETRIES}` });
+
 export const reviewConfigSchema = z
   .object({
     mode: z.enum(['fresh-context', 'multi-model']).default('fresh-context'),
     lanes: z.array(reviewLaneConfigSchema).min(1),
+    /**
+     * How many times a lane whose attempt ended without a valid judgment (a
+     * transport failure or an answer that does not validate) is dispatched
+     * again, each time with a fresh context (default DEFAULT_TRANSPORT_RETRIES).
+     * A REFUTED answer is never asked again.
+     */
+    transportRetries: retryCount.optional(),
+    /**
+     * The review's overall time budget: a re-dispatch starts only if it can end
+     * (the lane's timeout) within this many seconds of the review's start.
+     * Default: (1 + transportRetries) times the longest lane timeout.
+     */
+    budgetSeconds: positiveInt(MAX_REVIEW_BUDGET_SECONDS).optional(),
     /** Repository path (read from the base branch) of the acceptance contract given to reviewers. */
     acceptanceContract: z.string().min(1).optional(),
     rules: reviewRulesConfigSchema.optional(),

@@ -3,9 +3,7 @@ import { z } from 'zod';
 /** Schema identifier carried inside every review request. */
 export const REVIEW_REQUEST_SCHEMA = 'review-request.v1';
 
-export const sha256DigestSchema = z
-  .string()
-  .regex(/^sha256:[0-9a-f]{64}$/, { error: 'expected sha256:<64 lowercase hex>' });
+export const sha256DigestSchema = z.string().regex(/^sha256:[0-9a-f]{64}$/, { error: 'expected sha256:<64 lowercase hex>' });
 
 export const gitShaSchema = z.string().regex(/^[0-9a-f]{40}$/, { error: 'expected a 40-hex git object id' });
 

@@ -42,9 +42,7 @@ export const attemptCompletedSchema = z.strictObject({
   resolvedBy: z.enum(['executor', 'host']),
 });
 
-export const failureClassSchema = z.enum([
-  'error', 'timeout', 'input-too-large', 'output-too-large', 'invalid-result', 'denied', 'host',
-]);
+export const failureClassSchema = z.enum(['error', 'timeout', 'input-too-large', 'output-too-large', 'invalid-result', 'denied', 'host']);
 
 export const attemptFailedSchema = z.strictObject({ ...where, failureClass: failureClassSchema, reason: z.string() });
 

@@ -76,7 +76,8 @@ export const SECRET_CATALOGUE: readonly SecretPattern[] = [
     description: 'AWS secret access key',
     // 40 base64 characters on the same line, at most 40 characters after "aws" or "secret"
     // (outside a marker); 40 hex digits (a git or SHA-1 id) are not a key.
-    pattern: /((?<!\[redacted:[a-z0-9-]{0,40})(?:aws|secret)[^\n]{0,40}?)(?<![A-Za-z0-9/+])(?![0-9a-fA-F]{40}(?![A-Za-z0-9/+=]))([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])/gi,
+    pattern:
+      /((?<!\[redacted:[a-z0-9-]{0,40})(?:aws|secret)[^\n]{0,40}?)(?<![A-Za-z0-9/+])(?![0-9a-fA-F]{40}(?![A-Za-z0-9/+=]))([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])/gi,
     keep: 'prefix',
     review: true,
   },

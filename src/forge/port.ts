@@ -12,16 +12,7 @@ export type RepoPermission = 'admin' | 'maintain' | 'write' | 'triage' | 'read' 
 
 export type CheckStatus = 'queued' | 'in_progress' | 'completed' | 'waiting' | 'requested' | 'pending';
 export type CheckConclusion =
-  | 'success'
-  | 'failure'
-  | 'neutral'
-  | 'cancelled'
-  | 'skipped'
-  | 'timed_out'
-  | 'action_required'
-  | 'startup_failure'
-  | 'stale'
-  | 'error';
+  'success' | 'failure' | 'neutral' | 'cancelled' | 'skipped' | 'timed_out' | 'action_required' | 'startup_failure' | 'stale' | 'error';
 
 /** One check run or commit status on the head commit. */
 export interface ForgeCheck {
@@ -51,6 +42,13 @@ export interface ForgeComment {
   readonly updatedAt: string;
 }
 
+/**
+ * The forge's review decision on a change: `APPROVED` (the approvals its base
+ * requires are given), `CHANGES_REQUESTED` (a reviewer asked for changes),
+ * `REVIEW_REQUIRED` (required approvals are missing).
+ */
+export type ReviewDecision = 'APPROVED' | 'CHANGES_REQUESTED' | 'REVIEW_REQUIRED';
+
 /** Everything a decision needs about one change, read in one call. */
 export interface ChangeSnapshot {
   /** Stable identifier: the PR number on GitHub, the change id locally. */
@@ -67,6 +65,11 @@ export interface ChangeSnapshot {
   readonly labels: readonly string[];
   readonly checks: readonly ForgeCheck[];
   readonly comments: readonly ForgeComment[];
+  /**
+   * The review decision; null when the base requires no approving review.
+   * Both adapters always set it (absent reads as null).
+   */
+  readonly reviewDecision: ReviewDecision | null;
   /** Set when state is 'merged'. */
   readonly mergeCommitSha: string | null;
   /** Where a person can look at the change (URL or path). */
@@ -92,6 +95,31 @@ export interface PushRequest {
   readonly expectedOldSha: string | null;
 }
 
+/**
+ * Where proofgate works on a change's bytes, and the one way it publishes a
+ * new head it made there (a repair). Each forge supplies its own: the local
+ * forge works in the repository itself and moves the branch with
+ * `git update-ref`; GitHub keeps a clone per change and pushes with
+ * `git push --force-with-lease`.
+ */
+export interface ChangeWorkspace {
+  /**
+   * A local git repository holding the change's base and head commits (from
+   * `snapshot`), fetched when they are missing; `NOT_FOUND` when the forge
+   * has no such commit, `CONFIG` when the forge has no workspace set up.
+   */
+  prepare(snapshot: ChangeSnapshot): Promise<string>;
+  /**
+   * Make `request.newSha`, a commit in `dir` (a directory `prepare`
+   * returned), the new head: one compare-and-swap of `request.branch`
+   * against `request.expectedOldSha`. A branch that is elsewhere is
+   * `HEAD_MOVED` and nothing changed; a protected branch is
+   * `PROTECTED_BRANCH`. A branch already at `newSha` may count as done (a
+   * retried publish).
+   */
+  publish(dir: string, request: PushRequest): Promise<void>;
+}
+
 export interface Forge {
   readonly kind: 'local' | 'github';
   /** The identity proofgate writes comments and markers as. */
@@ -103,8 +131,10 @@ export interface Forge {
   removeLabel(changeId: string, label: string): Promise<void>;
   /** Squash-merge at exactly `expectedHeadSha`: `HEAD_MOVED` / `NOT_MERGEABLE` change nothing. */
   merge(changeId: string, request: MergeRequest): Promise<MergeResult>;
-  /** Move a branch with compare-and-swap (`HEAD_MOVED` when it moved). */
+  /** Move a branch to a commit the forge already has, with compare-and-swap (`HEAD_MOVED` when it moved). */
   pushBranch(request: PushRequest): Promise<void>;
+  /** Where a change's bytes are worked on, and how a repair's new head is published. */
+  readonly workspace: ChangeWorkspace;
   /** File content at a ref, or null when the file does not exist there. */
   readFile(ref: string, path: string): Promise<Uint8Array | null>;
   permission(login: string): Promise<RepoPermission>;

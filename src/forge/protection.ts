@@ -5,7 +5,7 @@
  * rule itself is `protectedBranchRefusal` in contracts/repo-config.ts).
  */
 import { ProofgateError } from '../core/index.js';
-import { REPO_CONFIG_PATH, emptyRepoConfig, parseRepoConfigYaml, protectedBranchRefusal, type RepoConfig } from '../contracts/repo-config.js';
+import { loadRepoConfigAt, protectedBranchRefusal, type RepoConfig } from '../contracts/repo-config.js';
 import type { ChangeSnapshot, Forge } from './port.js';
 
 export interface TrustedConfig {
@@ -13,23 +13,23 @@ export interface TrustedConfig {
   readonly config: RepoConfig;
 }
 
-async function configAt(forge: Forge, ref: string, source: string): Promise<RepoConfig> {
-  const bytes = await forge.readFile(ref, REPO_CONFIG_PATH);
-  if (bytes === null) return emptyRepoConfig();
-  return parseRepoConfigYaml(Buffer.from(bytes).toString('utf8'), source);
+/** `.proofgate.yml` at `ref` through the forge port, by the one trusted-config loader; `label` names the ref in errors. */
+async function configAt(forge: Forge, ref: string, label: string): Promise<RepoConfig> {
+  return (await loadRepoConfigAt((at, path) => forge.readFile(at, path), ref, label)).config;
 }
 
 /** The trusted branch and its config (the empty config when the branch has no `.proofgate.yml`). */
 export async function readTrustedConfig(forge: Forge): Promise<TrustedConfig> {
   const branch = await forge.trustedBranch();
-  return { branch, config: await configAt(forge, `refs/heads/${branch}`, `${branch}:${REPO_CONFIG_PATH}`) };
+  return { branch, config: await configAt(forge, `refs/heads/${branch}`, branch) };
 }
 
 /** Refuse (`PROTECTED_BRANCH`) a change whose base is not protected or whose head is. */
 export async function requireProtectedChange(forge: Forge, change: Pick<ChangeSnapshot, 'id' | 'base' | 'head'>): Promise<TrustedConfig> {
   const trusted = await readTrustedConfig(forge);
   const refusal = protectedBranchRefusal({ trustedBranch: trusted.branch, trustedConfig: trusted.config, base: change.base.ref, head: change.head.ref });
-  if (refusal !== null) throw new ProofgateError('PROTECTED_BRANCH', `change ${change.id}: ${refusal}`, { changeId: change.id, base: change.base.ref, head: change.head.ref });
+  if (refusal !== null)
+    throw new ProofgateError('PROTECTED_BRANCH', `change ${change.id}: ${refusal}`, { changeId: change.id, base: change.base.ref, head: change.head.ref });
   return trusted;
 }
 
@@ -39,7 +39,7 @@ export async function requireProtectedChange(forge: Forge, change: Pick<ChangeSn
  */
 export async function readChangeConfig(forge: Forge, snapshot: ChangeSnapshot): Promise<RepoConfig> {
   await requireProtectedChange(forge, snapshot);
-  return configAt(forge, snapshot.base.sha, `${snapshot.base.ref}@${snapshot.base.sha.slice(0, 12)}:${REPO_CONFIG_PATH}`);
+  return configAt(forge, snapshot.base.sha, `${snapshot.base.ref}@${snapshot.base.sha.slice(0, 12)}`);
 }
 
 /**
@@ -49,7 +49,10 @@ export async function readChangeConfig(forge: Forge, snapshot: ChangeSnapshot): 
 export async function requireOwnHeadPush(forge: Forge, change: Pick<ChangeSnapshot, 'id' | 'base' | 'head'>, branch: string): Promise<void> {
   const target = branch.replace(/^refs\/heads\//, '');
   if (target !== change.head.ref) {
-    throw new ProofgateError('PROTECTED_BRANCH', `change ${change.id}: a repair pushes only to the change's head "${change.head.ref}", not to "${branch}"`, { changeId: change.id, branch });
+    throw new ProofgateError('PROTECTED_BRANCH', `change ${change.id}: a repair pushes only to the change's head "${change.head.ref}", not to "${branch}"`, {
+      changeId: change.id,
+      branch,
+    });
   }
   // The head is never protected: that is half of the rule the change must still pass.
   await requireProtectedChange(forge, change);

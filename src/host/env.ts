@@ -14,7 +14,7 @@ export const SESSION_ENV = ['HOME', 'USER', 'LOGNAME', 'SHELL', 'TERM', 'TMPDIR'
 export const TOOLCHAIN_ENV = [...PORTABLE_ENV, ...SESSION_ENV, 'CI'] as const;
 
 /** A name that looks like it holds a credential never passes, even when allow-listed. */
-const CREDENTIAL_NAME = /TOKEN|SECRET|PASSW|CREDENTIAL|API_?KEY|PRIVATE|AUTH|SESSION|COOKIE/i;
+export const CREDENTIAL_NAME = /TOKEN|SECRET|PASSW|CREDENTIAL|API_?KEY|PRIVATE|AUTH|SESSION|COOKIE/i;
 
 const FALLBACK_PATH = '/usr/local/bin:/usr/bin:/bin';
 

@@ -5,9 +5,21 @@
  * child may see of proofgate's environment, and the jail for code proofgate
  * did not write (`runUntrusted`, `exportCommit`). Imports only `core`.
  */
-export { PORTABLE_ENV, SESSION_ENV, TOOLCHAIN_ENV, allowListedEnv } from './env.js';
+export { CREDENTIAL_NAME, PORTABLE_ENV, SESSION_ENV, TOOLCHAIN_ENV, allowListedEnv } from './env.js';
 export { runProcess, type ProcessRequest, type ProcessResult, type OutputCap } from './process.js';
-export { runGit, gitText, gitEnvironment, safeGitArgs, SAFE_CONFIG, GIT_ENV, type GitResult, type GitOptions } from './git.js';
+export {
+  runGit,
+  gitText,
+  gitEnvironment,
+  gitRedactor,
+  hasCommit,
+  isAncestor,
+  safeGitArgs,
+  SAFE_CONFIG,
+  GIT_ENV,
+  type GitResult,
+  type GitOptions,
+} from './git.js';
 export {
   runUntrusted,
   prepareJobDir,

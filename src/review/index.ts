@@ -1,6 +1,10 @@
 export * from './adapters/index.js';
+export * from './attempts.js';
 export * from './config.js';
-export * from './diff-parse.js';
+export * from './diff-files.js';
+export * from './diff-read.js';
+export { judgeChangeByRules, type RulesFile, type RulesInput } from './adapters/rules-reviewer.js';
+export { judgePathsForTests } from './adapters/tests-reviewer.js';
 export * from './environment.js';
 export * from './evidence.js';
 export * from './glob.js';

@@ -1,11 +1,15 @@
 import type { DiversityMode, ReviewLaneResultV1, ReviewRequestV1 } from '../contracts/index.js';
+import type { LaneAttempt } from './attempts.js';
 import type { LaneValidation } from './validate.js';
 
 /** One lane as the panel sees it: what it returned (or nothing) and whether that counts. */
 export interface PanelLane {
   readonly lane_id: string;
+  /** The lane's final attempt: its result and validation. */
   readonly result: ReviewLaneResultV1 | null;
   readonly validation: LaneValidation;
+  /** Every dispatch of the lane (absent: one). Only counted in the reasons: the final attempt is what the panel judges. */
+  readonly attempts?: readonly Pick<LaneAttempt, 'attempt'>[];
 }
 
 export interface PanelPolicy {
@@ -49,16 +53,19 @@ function sortLanes(request: PanelRequest, lanes: readonly PanelLane[], policy: P
       continue;
     }
     const result = lane.result;
+    const tries = lane.attempts?.length ?? 1;
+    // A lane still without a judgment after its retries says how many attempts it had; a judgment says which one counted.
+    const after = tries > 1 ? ` after ${tries} attempts` : '';
     if (result === null) {
-      sorted.problems.push(`lane ${id}: no result`);
+      sorted.problems.push(`lane ${id}: no result${after}`);
     } else if (!lane.validation.valid) {
-      sorted.problems.push(`lane ${id}: invalid result (${lane.validation.code}: ${lane.validation.reason})`);
+      sorted.problems.push(`lane ${id}: invalid result (${lane.validation.code}: ${lane.validation.reason})${after}`);
     } else if (result.lane_id !== id) {
       sorted.problems.push(`lane ${id}: result names lane ${result.lane_id}`);
     } else if (result.context_id === request.author.context_id) {
       sorted.problems.push(`lane ${id}: reviewer context is the author's`);
     } else if ('failure' in result) {
-      sorted.problems.push(`lane ${id}: transport failure (${result.failure.reason})`);
+      sorted.problems.push(`lane ${id}: transport failure (${result.failure.reason})${after}`);
     } else if (result.disposition === 'REFUTED') {
       if (result.findings.length > 0) sorted.refuted.push(lane);
       else sorted.problems.push(`lane ${id}: REFUTED without findings`);
@@ -73,8 +80,17 @@ function familyOf(lane: PanelLane): string {
   return lane.result?.family ?? '';
 }
 
+/** ` on attempt N` for a judgment that came after re-dispatches, else nothing. */
+function onAttempt(lane: PanelLane): string {
+  const last = lane.attempts?.[lane.attempts.length - 1]?.attempt ?? 1;
+  return last > 1 ? ` on attempt ${last}` : '';
+}
+
 /**
- * Join lane results into one verdict (pure). A valid REFUTED with findings
+ * Join lane results into one verdict (pure). Each lane is its final attempt:
+ * a lane that failed in transport was re-dispatched before it got here, so a
+ * failed lane is one that still has no valid judgment after its retries.
+ * A valid REFUTED with findings
  * refutes; otherwise any missing, failed or invalid lane holds; otherwise the
  * diversity mode decides: fresh-context needs one valid CONFIRMED from a
  * context other than the author's, multi-model also needs every lane
@@ -87,12 +103,14 @@ export function judgePanel(request: PanelRequest, lanes: readonly PanelLane[], p
   if (refuted.length > 0) {
     return {
       verdict: 'REFUTED',
-      reasons: refuted.map((lane) => `lane ${lane.lane_id}: REFUTED with ${lane.result?.findings.length ?? 0} finding(s)`),
+      reasons: refuted.map((lane) => `lane ${lane.lane_id}: REFUTED with ${lane.result?.findings.length ?? 0} finding(s)${onAttempt(lane)}`),
     };
   }
   if (problems.length > 0) return { verdict: 'HOLD', reasons: problems };
   if (confirmed.length === 0) return { verdict: 'HOLD', reasons: ['no valid CONFIRMED from a fresh context'] };
-  const confirmedReasons = confirmed.map((lane) => `lane ${lane.lane_id}: CONFIRMED by ${familyOf(lane)} in context ${lane.result?.context_id ?? ''}`);
+  const confirmedReasons = confirmed.map(
+    (lane) => `lane ${lane.lane_id}: CONFIRMED by ${familyOf(lane)} in context ${lane.result?.context_id ?? ''}${onAttempt(lane)}`,
+  );
   if (mode === 'multi-model') {
     const families = new Set(confirmed.map(familyOf));
     const needed = policy.minFamilies ?? 2;

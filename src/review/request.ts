@@ -1,13 +1,8 @@
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { ProofgateError, randomHex, sha256Digest, systemClock, type Clock, type Sha256Digest } from '../core/index.js';
-import {
-  REVIEW_REQUEST_SCHEMA,
-  reviewRequestSchema,
-  type BoundFile,
-  type DiversityMode,
-  type ReviewRequestV1,
-} from '../contracts/index.js';
+import { REVIEW_REQUEST_SCHEMA, reviewRequestSchema, type BoundFile, type DiversityMode, type ReviewRequestV1 } from '../contracts/index.js';
+import { REVIEW_DIFF_OPTIONS } from './diff-read.js';
 import { git, gitText, resolveCommit } from './git.js';
 
 /** Everything the lanes of one review share: the exact bytes under review. */
@@ -105,12 +100,12 @@ export async function readReviewSubject(options: ReadSubjectOptions): Promise<Re
   if (mergeBaseSha === headSha) {
     throw new ProofgateError('INVALID_INPUT', `nothing to review: ${options.head} has no commits that ${options.baseName ?? options.base} lacks`);
   }
-  const diff = await git(repoDir, [
-    'diff', '--no-color', '--no-ext-diff', '--no-textconv', '--binary', '--full-index', '--no-renames',
-    '--src-prefix=a/', '--dst-prefix=b/', mergeBaseSha, headSha,
-  ]);
+  const diff = await git(repoDir, ['diff', ...REVIEW_DIFF_OPTIONS, mergeBaseSha, headSha]);
   const names = await git(repoDir, ['diff', '--name-only', '-z', '--no-renames', '--no-ext-diff', mergeBaseSha, headSha]);
-  const paths = names.toString('utf8').split('\0').filter((path) => path !== '');
+  const paths = names
+    .toString('utf8')
+    .split('\0')
+    .filter((path) => path !== '');
   let contractText = options.contractText;
   if (contractText === undefined) {
     const log = await gitText(repoDir, ['log', '--format=%s', `${mergeBaseSha}..${headSha}`]);
@@ -149,14 +144,24 @@ export async function prepareReviewInputs(options: PrepareInputsOptions): Promis
   };
 }
 
-/** A lane's own request: a fresh 128-bit nonce and its own evidence directory. */
+/**
+ * Where one attempt of a lane keeps its request, result and evidence:
+ * `lanes/<id>` for the first, `lanes/<id>/attempt-<n>` for a re-dispatch.
+ */
+export function laneAttemptDir(reviewDir: string, laneId: string, attempt = 1): string {
+  const laneDir = join(reviewDir, 'lanes', laneId);
+  return attempt === 1 ? laneDir : join(laneDir, `attempt-${attempt}`);
+}
+
+/** A lane's own request for one attempt: a fresh 128-bit nonce and the attempt's own evidence directory. */
 export async function createLaneRequest(
   inputs: ReviewInputs,
   laneId: string,
   timeoutMs: number,
   clock: Clock = systemClock,
+  attempt = 1,
 ): Promise<ReviewRequestV1> {
-  const evidenceDir = join(inputs.reviewDir, 'lanes', laneId, 'evidence');
+  const evidenceDir = join(laneAttemptDir(inputs.reviewDir, laneId, attempt), 'evidence');
   await mkdir(evidenceDir, { recursive: true });
   return reviewRequestSchema.parse({
     schema: REVIEW_REQUEST_SCHEMA,

@@ -1,11 +1,12 @@
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { digestJson, newId, sha256Digest, type Clock, type Sha256Digest } from '../core/index.js';
+import { digestJson, newId, sha256Digest, systemClock, type Clock, type Sha256Digest } from '../core/index.js';
 import type { RepoConfig } from '../contracts/repo-config.js';
 import { GitRepository, defaultLocalDataDir } from '../forge/local/index.js';
 import type { BoundFile, DiversityMode, ReviewConfig, ReviewRequestV1 } from '../contracts/index.js';
 import { defaultAdapters, trustedTreeOf, type AdapterSet, type LaneSpec, type TrustedTree } from './adapters/index.js';
-import { laneSpec, loadReviewConfig, readBaseFile } from './config.js';
+import { laneSpec, loadReviewConfigFrom, readBaseFile, repositoryReader } from './config.js';
+import { laneRetryPolicy } from './attempts.js';
 import { resolveCommit } from './git.js';
 import { runLane, type LaneOutcome } from './lane.js';
 import { judgePanel, type PanelDecision, type PanelVerdict } from './panel.js';
@@ -92,8 +93,9 @@ type SubjectOptions = Pick<ReviewOptions, 'repoDir' | 'base' | 'head' | 'configF
 async function loadSubject(options: SubjectOptions) {
   const repoDir = resolve(options.repoDir);
   const baseSha = await resolveCommit(repoDir, options.base);
-  const loaded = await loadReviewConfig(repoDir, baseSha, options.configFile);
-  const contractText = loaded.config.acceptanceContract === undefined ? undefined : await readBaseFile(repoDir, baseSha, loaded.config.acceptanceContract);
+  const read = await repositoryReader(repoDir);
+  const loaded = await loadReviewConfigFrom(read, baseSha, options.configFile);
+  const contractText = loaded.config.acceptanceContract === undefined ? undefined : await readBaseFile(read, baseSha, loaded.config.acceptanceContract);
   return { repoDir, baseSha, loaded, contractText };
 }
 
@@ -104,7 +106,13 @@ async function loadSubject(options: SubjectOptions) {
  */
 export async function liveReviewBindings(options: SubjectOptions): Promise<ReviewBindings> {
   const { repoDir, baseSha, loaded, contractText } = await loadSubject(options);
-  const subject = await readReviewSubject({ repoDir, base: baseSha, baseName: options.base, head: options.head, ...(contractText === undefined ? {} : { contractText }) });
+  const subject = await readReviewSubject({
+    repoDir,
+    base: baseSha,
+    baseName: options.base,
+    head: options.head,
+    ...(contractText === undefined ? {} : { contractText }),
+  });
   return {
     headSha: subject.headSha,
     mergeBaseSha: subject.mergeBaseSha,
@@ -178,7 +186,7 @@ export async function concludeReview(prepared: PreparedReview, lanes: LaneOutcom
   return outcome;
 }
 
-/** Review a local change: every configured lane in turn, then the panel. */
+/** Review a local change: every configured lane in turn (each re-dispatched after transport failures as `review.transportRetries` and the budget allow), then the panel. */
 export async function runReview(options: ReviewOptions): Promise<ReviewOutcome> {
   const prepared = await prepareReview(options);
   return whileReviewDiffExists(prepared, () => runPreparedReview(prepared, options));
@@ -186,6 +194,8 @@ export async function runReview(options: ReviewOptions): Promise<ReviewOutcome> 
 
 async function runPreparedReview(prepared: PreparedReview, options: ReviewOptions): Promise<ReviewOutcome> {
   const adapters = { ...defaultAdapters(), ...options.adapters };
+  const policy = laneRetryPolicy(prepared.config);
+  const startedAtMs = (options.clock ?? systemClock).now().getTime();
   const lanes: LaneOutcome[] = [];
   for (const spec of prepared.lanes) {
     const outcome = await runLane({
@@ -196,6 +206,8 @@ async function runPreparedReview(prepared: PreparedReview, options: ReviewOption
       dataDir: prepared.dataDir,
       trusted: prepared.trustedTree,
       adapters,
+      policy,
+      startedAtMs,
       ...(options.env === undefined ? {} : { env: options.env }),
       ...(options.clock === undefined ? {} : { clock: options.clock }),
     });

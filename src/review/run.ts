@@ -1,4 +1,4 @@
-import { ProofgateError, assertSha256Digest, digestJson, newId, sha256Hex, systemClock } from '../core/index.js';
+import { ProofgateError, assertSha256Digest, digestJson, errorMessage, newId, sha256Hex, systemClock } from '../core/index.js';
 import {
   compileGraph,
   createAcceptedResultRecord,
@@ -20,9 +20,18 @@ import {
 } from '../runtime/index.js';
 import type { RunStorage } from '../storage/policy-types.js';
 import { defaultAdapters } from './adapters/index.js';
-import { runLane, type LaneOutcome } from './lane.js';
+import { describeAttempt, laneRetryPolicy, type LaneAttempt } from './attempts.js';
+import { runLaneAttempt, type LaneOutcome } from './lane.js';
 import { judgePanel, type PanelLane } from './panel.js';
-import { concludeReview, prepareReview, whileReviewDiffExists, type PreparedReview, type ReviewBindings, type ReviewOptions, type ReviewOutcome } from './review.js';
+import {
+  concludeReview,
+  prepareReview,
+  whileReviewDiffExists,
+  type PreparedReview,
+  type ReviewBindings,
+  type ReviewOptions,
+  type ReviewOutcome,
+} from './review.js';
 
 export const PANEL_NODE = 'panel';
 /** Where a review run keeps its accepted-result record: the panel node's first (only) dispatch. */
@@ -122,7 +131,16 @@ function nodeOf(runData: GraphNode['runData'], timeoutMs: number): GraphNode {
     workspace: { mode: 'none', directory: null, allowedPaths: [] },
     trustedCaller: {},
     permissions: [],
-    policy: { inputBytes: 4_000_000, outputBytes: 1_000_000, timeoutMs, teardownGraceMs: 1_000, memoryBytes: 0, filesChanged: 0, linesChanged: 0, callTokens: null },
+    policy: {
+      inputBytes: 4_000_000,
+      outputBytes: 1_000_000,
+      timeoutMs,
+      teardownGraceMs: 1_000,
+      memoryBytes: 0,
+      filesChanged: 0,
+      linesChanged: 0,
+      callTokens: null,
+    },
     resultContract: null,
     runData,
     parseResult: null,
@@ -143,6 +161,8 @@ export async function runReviewOnRuntime(options: RuntimeReviewOptions): Promise
 
 async function reviewPreparedOnRuntime(prepared: PreparedReview, options: RuntimeReviewOptions): Promise<RuntimeReviewResult> {
   const adapters = { ...defaultAdapters(), ...options.adapters };
+  const clock = options.clock ?? systemClock;
+  const policy = laneRetryPolicy(prepared.config);
   const runId = options.runId ?? newId('review');
   const families = [...new Set(prepared.lanes.map((lane) => lane.family))];
   const graph = compileGraph(dagGraphType, {
@@ -152,7 +172,8 @@ async function reviewPreparedOnRuntime(prepared: PreparedReview, options: Runtim
       globalConcurrency: Math.max(1, prepared.lanes.length),
       keyedConcurrency: Object.fromEntries(families.map((family) => [familyKey(family), 1])),
       stopOnError: true,
-      retryCapPerNode: 0,
+      // A lane that failed in transport is a failed graph attempt, re-dispatched by the graph (see the lane nodes below).
+      retryCapPerNode: policy.retries,
     },
     nodes: [
       ...prepared.lanes.map((lane) => ({ id: `${LANE_NODE_PREFIX}${lane.id}`, data: { kind: 'required' as const, key: familyKey(lane.family) } })),
@@ -165,35 +186,69 @@ async function reviewPreparedOnRuntime(prepared: PreparedReview, options: Runtim
   await persistRunDefinition(options.storage, {
     runId,
     eventId: `${runId}-started`,
-    timestamp: (options.clock ?? systemClock).now().toISOString(),
+    timestamp: clock.now().toISOString(),
     graphDefinition: graph.definition,
     resolvedPlan: plan,
-    resolvedInputs: toJson({ diff: prepared.inputs.diff.sha256, acceptance_contract: prepared.inputs.contract.sha256, config: prepared.inputs.configDigest, head_sha: prepared.inputs.headSha }) as { [key: string]: ReadonlyJsonValue },
+    resolvedInputs: toJson({
+      diff: prepared.inputs.diff.sha256,
+      acceptance_contract: prepared.inputs.contract.sha256,
+      config: prepared.inputs.configDigest,
+      head_sha: prepared.inputs.headSha,
+    }) as { [key: string]: ReadonlyJsonValue },
     workspaceBinding: null,
     hostBinding: null,
   });
   const laneOutcomes = new Map<string, LaneOutcome>();
+  const laneAttempts = new Map<string, readonly LaneAttempt[]>();
   // A lane that throws (JAIL_UNAVAILABLE, MUTABLE_INPUT, SELF_REVIEW) ends the review with its own error, not INTERNAL.
   let laneError: { readonly error: unknown } | undefined;
+  const startedAtMs = clock.now().getTime();
   const nodes: Record<string, GraphNode> = {};
   for (const spec of prepared.lanes) {
-    nodes[`${LANE_NODE_PREFIX}${spec.id}`] = nodeOf(async () => {
-      const outcome = await runLane({
-        inputs: prepared.inputs, spec, review: prepared.config, repoDir: prepared.repoDir, dataDir: prepared.dataDir, trusted: prepared.trustedTree, adapters,
+    // Each graph attempt of a lane node is one dispatch of the lane. A transport failure the retry policy allows to
+    // retry fails the graph attempt (its `attempt-failed` event says why), and the graph dispatches the node again;
+    // the final attempt completes with the lane's outcome, every attempt listed.
+    nodes[`${LANE_NODE_PREFIX}${spec.id}`] = nodeOf(async (context) => {
+      if (laneError !== undefined) throw new Error(`the review stopped: ${errorMessage(laneError.error)}`);
+      const step = await runLaneAttempt({
+        inputs: prepared.inputs,
+        spec,
+        review: prepared.config,
+        repoDir: prepared.repoDir,
+        dataDir: prepared.dataDir,
+        trusted: prepared.trustedTree,
+        adapters,
+        attempt: context.input.attempt,
+        earlier: laneAttempts.get(spec.id) ?? [],
+        policy,
+        startedAtMs,
         ...(options.env === undefined ? {} : { env: options.env }),
         ...(options.clock === undefined ? {} : { clock: options.clock }),
       }).catch((error: unknown) => {
         laneError ??= { error };
         throw error;
       });
+      const outcome = step.outcome;
+      laneAttempts.set(spec.id, outcome.attempts);
+      const last = outcome.attempts[outcome.attempts.length - 1];
+      if (step.retry && last !== undefined) throw new Error(`lane ${spec.id} ${describeAttempt(last)}`);
       laneOutcomes.set(spec.id, outcome);
       options.onLane?.(outcome);
-      return toJson({ lane_id: outcome.lane_id, family: outcome.family, context_id: outcome.context_id, result: outcome.result, validation: outcome.validation });
+      return toJson({
+        lane_id: outcome.lane_id,
+        family: outcome.family,
+        context_id: outcome.context_id,
+        result: outcome.result,
+        validation: outcome.validation,
+        attempts: outcome.attempts,
+      });
     }, spec.timeoutMs + 60_000);
   }
   nodes[PANEL_NODE] = nodeOf((context) => {
     const lanes = Object.values(context.input.upstream) as unknown as PanelLane[];
-    const decision = judgePanel({ author: prepared.inputs.author, diversity_mode: prepared.inputs.mode }, lanes, { expectedLanes: prepared.lanes.map((lane) => lane.id) });
+    const decision = judgePanel({ author: prepared.inputs.author, diversity_mode: prepared.inputs.mode }, lanes, {
+      expectedLanes: prepared.lanes.map((lane) => lane.id),
+    });
     return toJson(decision);
   }, 60_000);
   const executor = await createGraphExecutor({ runId, graph, storage: options.storage, nodes, engines: [] });
@@ -203,11 +258,15 @@ async function reviewPreparedOnRuntime(prepared: PreparedReview, options: Runtim
   const ordered = prepared.lanes.map((lane) => laneOutcomes.get(lane.id)).filter((lane): lane is LaneOutcome => lane !== undefined);
   const outcome = await concludeReview(prepared, ordered);
   const scope = { namespace: options.storage.record.namespace, runId };
-  const proofArtifact = await writeProofArtifact(options.storage.artifactStore, scope, toJson({
-    verdict: outcome.verdict,
-    reasons: outcome.reasons,
-    lanes: ordered.map((lane) => ({ lane_id: lane.lane_id, result: lane.result, validation: lane.validation })),
-  }));
+  const proofArtifact = await writeProofArtifact(
+    options.storage.artifactStore,
+    scope,
+    toJson({
+      verdict: outcome.verdict,
+      reasons: outcome.reasons,
+      lanes: ordered.map((lane) => ({ lane_id: lane.lane_id, result: lane.result, validation: lane.validation, attempts: lane.attempts })),
+    }),
+  );
   const binding: AcceptedResultBinding = {
     ...reviewBindingParts(prepared, ordered),
     proofArtifact,

@@ -67,7 +67,12 @@ export async function treeManifest(dir: string): Promise<string> {
     const mode = (info.mode & 0o7777).toString(8);
     if (info.isSymbolicLink()) lines.push(`${rel}\0link\0${await readlink(path)}`);
     else if (info.isDirectory()) lines.push(`${rel}\0dir\0${mode}`);
-    else if (info.isFile()) lines.push(`${rel}\0file\0${mode}\0${createHash('sha256').update(await readFile(path)).digest('hex')}`);
+    else if (info.isFile())
+      lines.push(
+        `${rel}\0file\0${mode}\0${createHash('sha256')
+          .update(await readFile(path))
+          .digest('hex')}`,
+      );
     else lines.push(`${rel}\0other\0${mode}`);
   });
   lines.sort();

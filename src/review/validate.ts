@@ -1,6 +1,7 @@
 import { realpath, stat } from 'node:fs/promises';
 import { basename, isAbsolute, join, sep } from 'node:path';
 import { reviewLaneResultSchema, type ReviewLaneResultV1, type ReviewRequestV1 } from '../contracts/index.js';
+import { formatSchemaIssues } from '../contracts/repo-config.js';
 import { evidenceFileName } from './evidence.js';
 import { verifyRequestInputs } from './request.js';
 
@@ -24,9 +25,7 @@ export type LaneValidationCode =
   | 'READ_ONLY_VIOLATED'
   | 'REPOSITORY_MODIFIED';
 
-export type LaneValidation =
-  | { readonly valid: true }
-  | { readonly valid: false; readonly code: LaneValidationCode; readonly reason: string };
+export type LaneValidation = { readonly valid: true } | { readonly valid: false; readonly code: LaneValidationCode; readonly reason: string };
 
 export function invalid(code: LaneValidationCode, reason: string): LaneValidation {
   return { valid: false, code, reason };
@@ -55,9 +54,7 @@ function shapeCheck(raw: unknown): LaneValidation | ReviewLaneResultV1 {
   }
   const parsed = reviewLaneResultSchema.safeParse(raw);
   if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    const where = issue && issue.path.length > 0 ? issue.path.join('.') : 'result';
-    return invalid('MALFORMED', `not a review-lane-result.v1: ${where}: ${issue?.message ?? 'invalid'}`);
+    return invalid('MALFORMED', `not a review-lane-result.v1: ${formatSchemaIssues(parsed.error.issues)}`);
   }
   return parsed.data;
 }

@@ -5,13 +5,7 @@ import { ProofgateError } from '../core/index.js';
  * accepted so `as const` values type-check; everything is canonicalized
  * (RFC 8785) before it is hashed or stored.
  */
-export type ReadonlyJsonValue =
-  | null
-  | boolean
-  | number
-  | string
-  | readonly ReadonlyJsonValue[]
-  | { readonly [key: string]: ReadonlyJsonValue };
+export type ReadonlyJsonValue = null | boolean | number | string | readonly ReadonlyJsonValue[] | { readonly [key: string]: ReadonlyJsonValue };
 
 export type ReadonlyJsonObject = { readonly [key: string]: ReadonlyJsonValue };
 

@@ -28,11 +28,7 @@ export type AppendDecision =
  * - any other known id: `DUPLICATE_EVENT_ID`;
  * - otherwise a stale revision: `REVISION_CONFLICT`.
  */
-export function decideAppend(
-  batch: PreparedAppend,
-  currentRevision: number,
-  existing: readonly ExistingEvent[],
-): AppendDecision {
+export function decideAppend(batch: PreparedAppend, currentRevision: number, existing: readonly ExistingEvent[]): AppendDecision {
   if (existing.length === 0) {
     if (currentRevision === batch.expectedRevision) return { kind: 'insert' };
     return {
@@ -45,11 +41,14 @@ export function decideAppend(
   let identical = existing.length === batch.events.length;
   batch.events.forEach((event, index) => {
     const stored = byId.get(event.id);
-    if (stored === undefined
-      || stored.streamId !== batch.streamId
-      || stored.revision !== batch.expectedRevision + index + 1
-      || stored.type !== event.type
-      || stored.dataText !== event.dataText) identical = false;
+    if (
+      stored === undefined ||
+      stored.streamId !== batch.streamId ||
+      stored.revision !== batch.expectedRevision + index + 1 ||
+      stored.type !== event.type ||
+      stored.dataText !== event.dataText
+    )
+      identical = false;
   });
   if (identical) {
     return {

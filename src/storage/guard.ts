@@ -1,6 +1,4 @@
-import {
-  ProofgateError, canonicalJson, isSha256Digest, sha256Digest, type JsonValue, type Sha256Digest,
-} from '../core/index.js';
+import { ProofgateError, canonicalJson, isSha256Digest, sha256Digest, type JsonValue, type Sha256Digest } from '../core/index.js';
 import { checkCount, checkName, checkScope } from './input.js';
 import { KnownSecrets } from './known-secrets.js';
 import type { StoragePolicy } from './policy-types.js';
@@ -91,13 +89,20 @@ export class WriteGuard {
       const dataText = canonicalJson(data);
       const dataBytes = Buffer.byteLength(dataText, 'utf8');
       if (dataBytes > this.policy.maxEventPayloadBytes) {
-        throw new ProofgateError('POLICY_VIOLATION', `events[${index}].data is ${dataBytes} canonical bytes; the limit is ${this.policy.maxEventPayloadBytes}`, { limit: 'maxEventPayloadBytes', bytes: dataBytes });
+        throw new ProofgateError(
+          'POLICY_VIOLATION',
+          `events[${index}].data is ${dataBytes} canonical bytes; the limit is ${this.policy.maxEventPayloadBytes}`,
+          { limit: 'maxEventPayloadBytes', bytes: dataBytes },
+        );
       }
       batchBytes += dataBytes + Buffer.byteLength(id, 'utf8') + Buffer.byteLength(type, 'utf8');
       prepared.push({ id, type, dataText });
     });
     if (batchBytes > this.policy.maxAppendBatchBytes) {
-      throw new ProofgateError('POLICY_VIOLATION', `the batch is ${batchBytes} bytes; the limit is ${this.policy.maxAppendBatchBytes}`, { limit: 'maxAppendBatchBytes', bytes: batchBytes });
+      throw new ProofgateError('POLICY_VIOLATION', `the batch is ${batchBytes} bytes; the limit is ${this.policy.maxAppendBatchBytes}`, {
+        limit: 'maxAppendBatchBytes',
+        bytes: batchBytes,
+      });
     }
     return { streamId: stream, expectedRevision: expected, events: prepared };
   }
@@ -118,7 +123,10 @@ export class WriteGuard {
       purpose: this.#name(purpose, 'artifact purpose'),
     };
     if (bytes.byteLength > this.policy.maxArtifactBytes) {
-      throw new ProofgateError('POLICY_VIOLATION', `the artifact is ${bytes.byteLength} bytes; the limit is ${this.policy.maxArtifactBytes}`, { limit: 'maxArtifactBytes', bytes: bytes.byteLength });
+      throw new ProofgateError('POLICY_VIOLATION', `the artifact is ${bytes.byteLength} bytes; the limit is ${this.policy.maxArtifactBytes}`, {
+        limit: 'maxArtifactBytes',
+        bytes: bytes.byteLength,
+      });
     }
     if (this.#secrets.inBytes(bytes)) {
       throw new ProofgateError('KNOWN_SECRET', 'artifact bytes contain a configured known secret; nothing was stored', { where: 'artifact bytes' });
@@ -135,14 +143,19 @@ export class WriteGuard {
   checkRunQuota(runId: string, used: number, adding: number): void {
     const limit = this.policy.maxTotalArtifactBytesPerRun;
     if (used + adding > limit) {
-      throw new ProofgateError('QUOTA_EXCEEDED', `run ${runId} would hold ${used + adding} artifact bytes; the limit is ${limit}`, { runId, used, adding, limit });
+      throw new ProofgateError('QUOTA_EXCEEDED', `run ${runId} would hold ${used + adding} artifact bytes; the limit is ${limit}`, {
+        runId,
+        used,
+        adding,
+        limit,
+      });
     }
   }
 }
 
 /** The digest named by an artifact reference or given directly. */
 export function refDigest(ref: unknown): Sha256Digest {
-  const digest = typeof ref === 'string' ? ref : (ref !== null && typeof ref === 'object' ? (ref as { digest?: unknown }).digest : undefined);
+  const digest = typeof ref === 'string' ? ref : ref !== null && typeof ref === 'object' ? (ref as { digest?: unknown }).digest : undefined;
   if (!isSha256Digest(digest)) throw new ProofgateError('INVALID_INPUT', 'artifact reference must be sha256:<64 lowercase hex> or { digest }');
   return digest;
 }
@@ -162,7 +175,9 @@ export function verifyArtifactBytes(digest: Sha256Digest, bytes: Uint8Array, exp
  */
 export function refuseOtherArtifactMeta(ref: ArtifactRef, runId: string, stored: ArtifactMeta): void {
   if (stored.mediaType === ref.mediaType && stored.purpose === ref.purpose) return;
-  throw new ProofgateError('ARTIFACT_CONFLICT',
+  throw new ProofgateError(
+    'ARTIFACT_CONFLICT',
     `artifact ${ref.digest} is already stored for run ${runId} as ${JSON.stringify(stored.mediaType)} (purpose ${JSON.stringify(stored.purpose)}); the same bytes cannot be stored again as ${JSON.stringify(ref.mediaType)} (purpose ${JSON.stringify(ref.purpose)})`,
-    { digest: ref.digest, runId, stored: { ...stored }, requested: { mediaType: ref.mediaType, purpose: ref.purpose } });
+    { digest: ref.digest, runId, stored: { ...stored }, requested: { mediaType: ref.mediaType, purpose: ref.purpose } },
+  );
 }

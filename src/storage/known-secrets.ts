@@ -28,10 +28,7 @@ export class KnownSecrets {
         throw new ProofgateError('INVALID_INPUT', `knownSecrets[${index}] must be a string`);
       }
       if (value.length < MIN_KNOWN_SECRET_LENGTH) {
-        throw new ProofgateError(
-          'INVALID_INPUT',
-          `knownSecrets[${index}] is shorter than ${MIN_KNOWN_SECRET_LENGTH} characters`,
-        );
+        throw new ProofgateError('INVALID_INPUT', `knownSecrets[${index}] is shorter than ${MIN_KNOWN_SECRET_LENGTH} characters`);
       }
       unique.add(value);
     });

@@ -50,9 +50,7 @@ export function validateStoragePolicy(input: unknown): StoragePolicy {
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     if (issue === undefined) throw new ProofgateError('POLICY_VIOLATION', 'storage policy is invalid');
-    const key = issue.code === 'unrecognized_keys'
-      ? issuePath(issue.path, issue.keys.join(','))
-      : issuePath(issue.path);
+    const key = issue.code === 'unrecognized_keys' ? issuePath(issue.path, issue.keys.join(',')) : issuePath(issue.path);
     const what = issue.code === 'unrecognized_keys' ? 'unknown key' : issue.message;
     throw new ProofgateError('POLICY_VIOLATION', `storage policy ${key}: ${what}`, { key });
   }

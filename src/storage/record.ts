@@ -12,12 +12,7 @@ export interface OpenPlan {
   readonly guard: WriteGuard;
 }
 
-export function planOpen(
-  provider: StorageProvider,
-  namespace: unknown,
-  policy: unknown,
-  knownSecrets: readonly string[] | undefined,
-): OpenPlan {
+export function planOpen(provider: StorageProvider, namespace: unknown, policy: unknown, knownSecrets: readonly string[] | undefined): OpenPlan {
   const name = checkName(namespace, 'namespace');
   const validated = validateStoragePolicy(policy);
   const secrets = KnownSecrets.from(knownSecrets);
@@ -40,10 +35,16 @@ export interface StoredNamespace {
 /** Reopening a namespace with another provider or policy is `STORAGE_MISMATCH`. */
 export function checkStoredNamespace(record: StorageRecord, stored: StoredNamespace): void {
   if (stored.provider !== record.provider) {
-    throw new ProofgateError('STORAGE_MISMATCH', `namespace ${record.namespace} was created by provider ${stored.provider}, not ${record.provider}`, { namespace: record.namespace });
+    throw new ProofgateError('STORAGE_MISMATCH', `namespace ${record.namespace} was created by provider ${stored.provider}, not ${record.provider}`, {
+      namespace: record.namespace,
+    });
   }
   if (stored.policyDigest !== record.policyDigest) {
-    throw new ProofgateError('STORAGE_MISMATCH', `namespace ${record.namespace} was opened with another storage policy (${stored.policyDigest})`, { namespace: record.namespace, storedPolicyDigest: stored.policyDigest, policyDigest: record.policyDigest });
+    throw new ProofgateError('STORAGE_MISMATCH', `namespace ${record.namespace} was opened with another storage policy (${stored.policyDigest})`, {
+      namespace: record.namespace,
+      storedPolicyDigest: stored.policyDigest,
+      policyDigest: record.policyDigest,
+    });
   }
 }
 

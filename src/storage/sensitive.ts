@@ -29,18 +29,12 @@ function isPlainObject(value: object): value is Record<string, unknown> {
  * value (a changed copy where something was redacted); values that are not JSON are passed through unchanged so that the
  * canonical serializer reports them as `NON_JSON_VALUE` with their path.
  */
-export function applySensitivePolicy(
-  value: unknown,
-  where: string,
-  policy: SensitiveContentPolicy,
-  secrets: KnownSecrets,
-): unknown {
+export function applySensitivePolicy(value: unknown, where: string, policy: SensitiveContentPolicy, secrets: KnownSecrets): unknown {
   const ancestors = new Set<object>();
   const checkSecrets = secrets.count > 0;
   // The path is kept as a stack of segments and only turned into text for an error.
   const segments: (string | number)[] = [];
-  const here = (): string => segments.reduce<string>(
-    (path, segment) => (typeof segment === 'number' ? `${path}[${segment}]` : childPath(path, segment)), '$');
+  const here = (): string => segments.reduce<string>((path, segment) => (typeof segment === 'number' ? `${path}[${segment}]` : childPath(path, segment)), '$');
 
   const visitString = (text: string): string => {
     if (checkSecrets && secrets.inText(text)) throw knownSecretError(`${where} at ${here()}`);

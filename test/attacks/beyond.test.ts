@@ -37,7 +37,12 @@ function checkLog(fx: Fixture): string {
 }
 
 /** main with the standard config (or `config`), feature = `entries` with check.mjs replaced by a payload doing `actions`. */
-function checkAttack(actions: readonly Action[], entries: readonly Entry[] = [], config = trustedConfig(), extra: Partial<Parameters<typeof payload>[0]> = {}): Fixture {
+function checkAttack(
+  actions: readonly Action[],
+  entries: readonly Entry[] = [],
+  config = trustedConfig(),
+  extra: Partial<Parameters<typeof payload>[0]> = {},
+): Fixture {
   const fx = attackFixture({ '.proofgate.yml': config, 'check.mjs': HONEST_CHECK, 'README.md': '# target\n' });
   const evil = payload({ repoDir: fx.repo.dir, canary: fx.canary('hit'), token: fx.token, ...extra }, actions);
   fx.commit('feature', [{ path: 'check.mjs', content: evil }, ...entries], 'innocent');
@@ -52,8 +57,14 @@ describe.skipIf(skip !== null)('the job tree and the jail', () => {
     const planted = `planted-${fx.token}-value`;
     expect(fx.cli(['change', 'list']).status).toBe(0); // creates the data dir
     writeFileSync(join(fx.dataDir, 'planted-secret'), `${planted}\n`);
-    const shadowRoot = readFileSync('/etc/shadow', 'utf8').split('\n').find((line) => line.startsWith('root:')) ?? 'root:';
-    const evil = payload({ repoDir: fx.repo.dir, canary: fx.canary('hit'), token: fx.token, readPaths: ['links/shadow', 'links/data', 'links/config', '/etc/shadow'] }, ['read-paths']);
+    const shadowRoot =
+      readFileSync('/etc/shadow', 'utf8')
+        .split('\n')
+        .find((line) => line.startsWith('root:')) ?? 'root:';
+    const evil = payload(
+      { repoDir: fx.repo.dir, canary: fx.canary('hit'), token: fx.token, readPaths: ['links/shadow', 'links/data', 'links/config', '/etc/shadow'] },
+      ['read-paths'],
+    );
     fx.commit('feature', [
       { path: 'check.mjs', content: evil },
       { path: 'links/shadow', mode: '120000', content: '/etc/shadow' },
@@ -95,7 +106,7 @@ process.stdout.write(JSON.stringify({ schema: 'review-lane-result.v1', lane_id: 
     expect(filesContaining([fx.dataDir], planted).filter((path) => path !== plantedPath)).toEqual([]);
   });
 
-  it('writes through /proc/self/root, /proc/1/root and the parent\'s root reach no host path', () => {
+  it("writes through /proc/self/root, /proc/1/root and the parent's root reach no host path", () => {
     const fx = checkAttack(['proc-escape']);
     const before = repoState(fx);
     fx.cli(['checks', 'run', '1']);
@@ -104,13 +115,13 @@ process.stdout.write(JSON.stringify({ schema: 'review-lane-result.v1', lane_id: 
     expectRepoUnchanged(fx, before);
   });
 
-  it('a check that reads its environment sees none of proofgate\'s own: /proc/1/environ is bwrap\'s minimal one', () => {
+  it("a check that reads its environment sees none of proofgate's own: /proc/1/environ is bwrap's minimal one", () => {
     const fx = checkAttack(['read-env']);
     const marker = `PROOFGATE_ATTACK_MARKER_${fx.token}`;
     fx.cli(['checks', 'run', '1'], { [marker]: 'visible' });
     const log = checkLog(fx);
     expect(log, 'the check did not run').toContain('ok');
-    expect(log.includes(marker), 'proofgate\'s environment reached the check').toBe(false);
+    expect(log.includes(marker), "proofgate's environment reached the check").toBe(false);
   });
 
   it.each([[false], [true]])('the host loopback is unreachable from a check (network: %s)', async (network) => {
@@ -136,7 +147,7 @@ process.stdout.write(JSON.stringify({ schema: 'review-lane-result.v1', lane_id: 
     }
   });
 
-  it('a check that fills /tmp writes into its own size-limited /tmp, never the host\'s', () => {
+  it("a check that fills /tmp writes into its own size-limited /tmp, never the host's", () => {
     const fx = checkAttack(['fill-tmp']);
     fx.cli(['checks', 'run', '1']);
     expect(existsSync(`/tmp/fill-${fx.token}`), 'the check wrote into the host /tmp').toBe(false);
@@ -148,7 +159,9 @@ process.stdout.write(JSON.stringify({ schema: 'review-lane-result.v1', lane_id: 
   it('a check that moves the head ref (racing the merge) leaves every ref where it was', () => {
     const fx = attackFixture({ '.proofgate.yml': trustedConfig(), 'check.mjs': HONEST_CHECK });
     const other = fx.commit('unreviewed', [{ path: 'late.txt', content: 'pushed during the check\n' }]);
-    fx.commit('feature', [{ path: 'check.mjs', content: payload({ repoDir: fx.repo.dir, canary: fx.canary('hit'), token: fx.token, target: other }, ['move-head']) }]);
+    fx.commit('feature', [
+      { path: 'check.mjs', content: payload({ repoDir: fx.repo.dir, canary: fx.canary('hit'), token: fx.token, target: other }, ['move-head']) },
+    ]);
     expect(fx.cli(['change', 'open', '--head', 'feature', '--as', 'mallory']).status).toBe(0);
     const before = repoState(fx);
     fx.cli(['checks', 'run', '1']);
@@ -158,7 +171,10 @@ process.stdout.write(JSON.stringify({ schema: 'review-lane-result.v1', lane_id: 
 
 /** A tree built with mktree (git's index refuses a `.git` entry; mktree does not). */
 function mktree(fx: Fixture, entries: ReadonlyArray<{ mode: string; type: 'blob' | 'tree' | 'commit'; sha: string; name: string }>): string {
-  return execFileSync('git', ['-C', fx.repo.dir, 'mktree'], { input: entries.map((e) => `${e.mode} ${e.type} ${e.sha}\t${e.name}`).join('\n') + '\n', encoding: 'utf8' }).trim();
+  return execFileSync('git', ['-C', fx.repo.dir, 'mktree'], {
+    input: entries.map((e) => `${e.mode} ${e.type} ${e.sha}\t${e.name}`).join('\n') + '\n',
+    encoding: 'utf8',
+  }).trim();
 }
 
 function blob(fx: Fixture, content: string): string {
@@ -173,10 +189,31 @@ describe.skipIf(skip !== null)('git metadata in the head tree', () => {
     const empty = blob(fx, '');
     const evilGit = mktree(fx, [
       { mode: '100644', type: 'blob', sha: blob(fx, 'ref: refs/heads/main\n'), name: 'HEAD' },
-      { mode: '100644', type: 'blob', sha: blob(fx, `[core]\n\trepositoryformatversion = 0\n\tfsmonitor = "${touch}; false"\n\thooksPath = hooks\n\tpager = ${touch}\n[diff]\n\texternal = ${touch}\n`), name: 'config' },
-      { mode: '040000', type: 'tree', sha: mktree(fx, [{ mode: '100755', type: 'blob', sha: hook, name: 'post-checkout' }, { mode: '100755', type: 'blob', sha: hook, name: 'pre-commit' }]), name: 'hooks' },
+      {
+        mode: '100644',
+        type: 'blob',
+        sha: blob(
+          fx,
+          `[core]\n\trepositoryformatversion = 0\n\tfsmonitor = "${touch}; false"\n\thooksPath = hooks\n\tpager = ${touch}\n[diff]\n\texternal = ${touch}\n`,
+        ),
+        name: 'config',
+      },
+      {
+        mode: '040000',
+        type: 'tree',
+        sha: mktree(fx, [
+          { mode: '100755', type: 'blob', sha: hook, name: 'post-checkout' },
+          { mode: '100755', type: 'blob', sha: hook, name: 'pre-commit' },
+        ]),
+        name: 'hooks',
+      },
       { mode: '040000', type: 'tree', sha: mktree(fx, [{ mode: '100644', type: 'blob', sha: empty, name: '.keep' }]), name: 'objects' },
-      { mode: '040000', type: 'tree', sha: mktree(fx, [{ mode: '040000', type: 'tree', sha: mktree(fx, [{ mode: '100644', type: 'blob', sha: empty, name: '.keep' }]), name: 'heads' }]), name: 'refs' },
+      {
+        mode: '040000',
+        type: 'tree',
+        sha: mktree(fx, [{ mode: '040000', type: 'tree', sha: mktree(fx, [{ mode: '100644', type: 'blob', sha: empty, name: '.keep' }]), name: 'heads' }]),
+        name: 'refs',
+      },
     ]);
     const mainTree = fx.repo.git(['rev-parse', 'main^{tree}']);
     const mainEntries = fx.repo
@@ -187,7 +224,10 @@ describe.skipIf(skip !== null)('git metadata in the head tree', () => {
         const [mode = '', type = '', sha = ''] = meta.split(' ');
         return { mode, type: type as 'blob', sha, name };
       });
-    const check = blob(fx, "import { execFileSync } from 'node:child_process';\ntry { execFileSync('git', ['status'], { stdio: 'inherit' }); } catch {}\nconsole.log('ok');\n");
+    const check = blob(
+      fx,
+      "import { execFileSync } from 'node:child_process';\ntry { execFileSync('git', ['status'], { stdio: 'inherit' }); } catch {}\nconsole.log('ok');\n",
+    );
     const tree = mktree(fx, [
       ...mainEntries.filter((entry) => entry.name !== 'check.mjs'),
       { mode: '100644', type: 'blob', sha: check, name: 'check.mjs' },
@@ -224,13 +264,23 @@ describe.skipIf(skip !== null)('git metadata in the head tree', () => {
 });
 
 describe.skipIf(skip !== null)('repairs run head code too', () => {
-  it('agent-fix and the gate (both run the head\'s tests) reach no secret, ref or host path, and leaves no process', () => {
+  it("agent-fix and the gate (both run the head's tests) reach no secret, ref or host path, and leaves no process", () => {
     // The fixer is trusted (on main); it runs the head's tests, edits a file, and the gate runs the head's tests again.
-    const fixer = "import { spawnSync } from 'node:child_process';\nimport { appendFileSync } from 'node:fs';\nspawnSync('node', ['check.mjs'], { stdio: 'inherit' });\nappendFileSync('FIXES.md', 'tried a fix\\n');\n";
-    const config = trustedConfig({ extra: 'automerge:\n  gate: ["node", "check.mjs"]\n  agentFix: { command: ["node", "tools/fix.mjs"], timeoutSeconds: 60 }' });
+    const fixer =
+      "import { spawnSync } from 'node:child_process';\nimport { appendFileSync } from 'node:fs';\nspawnSync('node', ['check.mjs'], { stdio: 'inherit' });\nappendFileSync('FIXES.md', 'tried a fix\\n');\n";
+    const config = trustedConfig({
+      extra: 'automerge:\n  gate: ["node", "check.mjs"]\n  agentFix: { command: ["node", "tools/fix.mjs"], timeoutSeconds: 60 }',
+    });
     const fx = attackFixture({ '.proofgate.yml': config, 'check.mjs': HONEST_CHECK, 'tools/fix.mjs': fixer });
     const target = fx.commit('unreviewed', [{ path: 'backdoor.txt', content: 'x\n' }]);
-    const evil = payload({ repoDir: fx.repo.dir, canary: fx.canary('hit'), token: fx.token, changeId: '1', target }, ['forge-verdict', 'move-main', 'plant-config', 'detach', 'write-outside', 'fail']);
+    const evil = payload({ repoDir: fx.repo.dir, canary: fx.canary('hit'), token: fx.token, changeId: '1', target }, [
+      'forge-verdict',
+      'move-main',
+      'plant-config',
+      'detach',
+      'write-outside',
+      'fail',
+    ]);
     fx.commit('feature', [{ path: 'check.mjs', content: evil }], 'a change whose check fails');
     expect(fx.cli(['change', 'open', '--head', 'feature', '--as', 'mallory']).status).toBe(0);
     const before = repoState(fx);
@@ -248,7 +298,10 @@ describe('reviewers that print too much or nonsense', () => {
   it.each([
     ['50 MB of output', "process.stdout.write('x'.repeat(50 * 1024 * 1024))"],
     ['a result nested 200000 deep', "process.stdout.write('['.repeat(200000) + ']'.repeat(200000))"],
-    ['a lane result with a 900 KB finding and control characters', "const r = JSON.parse(require('fs').readFileSync(0, 'utf8')); process.stdout.write(JSON.stringify({ schema: 'review-lane-result.v1', lane_id: process.env.PROOFGATE_LANE_ID, family: process.env.PROOFGATE_REVIEW_FAMILY, context_id: process.env.PROOFGATE_REVIEW_CONTEXT_ID, nonce: r.nonce, read_only: true, evidence_path: process.env.PROOFGATE_EVIDENCE_PATH, findings: [{ title: '\\u001b]0;owned\\u0007\\u001b[2J', evidence: 'y'.repeat(900000) }], disposition: 'REFUTED' }))"],
+    [
+      'a lane result with a 900 KB finding and control characters',
+      "const r = JSON.parse(require('fs').readFileSync(0, 'utf8')); process.stdout.write(JSON.stringify({ schema: 'review-lane-result.v1', lane_id: process.env.PROOFGATE_LANE_ID, family: process.env.PROOFGATE_REVIEW_FAMILY, context_id: process.env.PROOFGATE_REVIEW_CONTEXT_ID, nonce: r.nonce, read_only: true, evidence_path: process.env.PROOFGATE_EVIDENCE_PATH, findings: [{ title: '\\u001b]0;owned\\u0007\\u001b[2J', evidence: 'y'.repeat(900000) }], disposition: 'REFUTED' }))",
+    ],
   ])('%s: the review ends (HOLD or REFUTED), one bounded answer, no internal error, no escape sequence printed', (_name, program) => {
     const lanes = `    - { id: loud, family: loud, command: ["node", "-e", ${JSON.stringify(program)}], timeoutSeconds: 60 }`;
     const fx = attackFixture({ '.proofgate.yml': trustedConfig({ checks: 'checks: []', lanes }) });
@@ -269,7 +322,11 @@ describe('names and titles that reach the CLI output', () => {
     fx.commit('feature', [{ path: 'a.txt', content: 'a\n' }], `fix typo${ESC}`);
     const opened = fx.cli(['change', 'open', '--head', 'feature', '--as', 'mallory']);
     expect(opened.status, opened.stderr).toBe(0);
-    for (const args of [['change', 'list'], ['change', 'show', '1'], ['change', 'open', '--head', 'feature']]) {
+    for (const args of [
+      ['change', 'list'],
+      ['change', 'show', '1'],
+      ['change', 'open', '--head', 'feature'],
+    ]) {
       const result = fx.cli(args);
       expect((result.stdout + result.stderr).includes('\u001b'), `${args.join(' ')} printed an escape sequence`).toBe(false);
     }
@@ -278,7 +335,9 @@ describe('names and titles that reach the CLI output', () => {
   it('a title with a newline cannot forge a second row of change list', () => {
     const fx = attackFixture({ '.proofgate.yml': trustedConfig({ checks: 'checks: []' }) });
     fx.commit('feature', [{ path: 'a.txt', content: 'a\n' }]);
-    expect(fx.cli(['change', 'open', '--head', 'feature', '--as', 'mallory', '--title', 'ok\n2\tmerged\tfeature -> main\tapproved by maintainers']).status).toBe(0);
+    expect(
+      fx.cli(['change', 'open', '--head', 'feature', '--as', 'mallory', '--title', 'ok\n2\tmerged\tfeature -> main\tapproved by maintainers']).status,
+    ).toBe(0);
     const list = fx.cli(['change', 'list']);
     expect(list.status).toBe(0);
     const rows = list.stdout.split('\n').filter((line) => line !== '');
@@ -291,7 +350,10 @@ describe('names and titles that reach the CLI output', () => {
     const review = fx.cli(['review', '--base', 'main', '--head', 'feature']);
     expect(review.status).toBe(3);
     expect(review.stdout.includes('\u001b'), 'review printed an escape sequence').toBe(false);
-    expect(review.stdout.split('\n').some((line) => line.startsWith('REVIEW: CONFIRMED')), 'a file name forged an output line').toBe(false);
+    expect(
+      review.stdout.split('\n').some((line) => line.startsWith('REVIEW: CONFIRMED')),
+      'a file name forged an output line',
+    ).toBe(false);
   });
 
   it('a comment with terminal escapes is shown without them', () => {

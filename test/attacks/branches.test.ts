@@ -34,10 +34,17 @@ function evilBase(fx: Fixture, branch: string): string {
     `  agentFix: { command: ["sh", "-c", ${JSON.stringify(touch)}] }`,
     '',
   ].join('\n');
-  return fx.commit(branch, [{ path: '.proofgate.yml', content: config }, { path: 'unreviewed.txt', content: 'attacker bytes\n' }], 'attacker base');
+  return fx.commit(
+    branch,
+    [
+      { path: '.proofgate.yml', content: config },
+      { path: 'unreviewed.txt', content: 'attacker bytes\n' },
+    ],
+    'attacker base',
+  );
 }
 
-describe('attack 5: a protected branch as a change\'s head', () => {
+describe("attack 5: a protected branch as a change's head", () => {
   it('change open --head main (with an attacker base asking for requireUpToDate) is PROTECTED_BRANCH; nothing registered, main unmoved', () => {
     const fx = attackFixture({ '.proofgate.yml': trustedConfig(), 'check.mjs': HONEST_CHECK });
     evilBase(fx, 'evil');
@@ -68,7 +75,10 @@ describe('attack 5: a protected branch as a change\'s head', () => {
 
   it('a repair never pushes to a protected branch: a change from feature into main whose rebase is needed leaves main to the merge alone', () => {
     // main moves after the change was cut and requireUpToDate is on: the repair rebases the HEAD ref only.
-    const fx = attackFixture({ '.proofgate.yml': trustedConfig({ checks: 'checks: []', extra: 'requireUpToDate: true\nautomerge: { expectChecks: false }' }), 'check.mjs': HONEST_CHECK });
+    const fx = attackFixture({
+      '.proofgate.yml': trustedConfig({ checks: 'checks: []', extra: 'requireUpToDate: true\nautomerge: { expectChecks: false }' }),
+      'check.mjs': HONEST_CHECK,
+    });
     fx.commit('feature', [{ path: 'secrets/leak.txt', content: 'forbidden\n' }], 'refuted change');
     expect(fx.cli(['change', 'open', '--head', 'feature', '--as', 'mallory']).status).toBe(0);
     fx.repo.commit('main', { 'later.txt': 'a later main commit\n' }, 'main moves on');

@@ -64,7 +64,9 @@ describe.skipIf(skip !== null)('attack 1: head code forges a verdict or moves ma
   it('a check that runs `git update-ref refs/heads/main` (or writes the ref file) through the common git dir leaves main where it was', () => {
     const fx = attackFixture({ '.proofgate.yml': trustedConfig(), 'check.mjs': HONEST_CHECK });
     const unreviewed = fx.commit('unreviewed', [{ path: 'backdoor.txt', content: 'never reviewed\n' }]);
-    fx.commit('feature', [{ path: 'check.mjs', content: payload({ repoDir: fx.repo.dir, canary: fx.canary('main'), token: fx.token, target: unreviewed }, ['move-main']) }]);
+    fx.commit('feature', [
+      { path: 'check.mjs', content: payload({ repoDir: fx.repo.dir, canary: fx.canary('main'), token: fx.token, target: unreviewed }, ['move-main']) },
+    ]);
     expect(fx.cli(['change', 'open', '--head', 'feature', '--as', 'mallory']).status).toBe(0);
     const before = repoState(fx);
     fx.cli(['checks', 'run', '1']);
@@ -74,7 +76,7 @@ describe.skipIf(skip !== null)('attack 1: head code forges a verdict or moves ma
 });
 
 describe.skipIf(skip !== null)('attack 2: head code plants git config', () => {
-  it('a check cannot write core.fsmonitor, hooks or info/attributes into the real .git; the maintainer\'s next git status runs nothing', () => {
+  it("a check cannot write core.fsmonitor, hooks or info/attributes into the real .git; the maintainer's next git status runs nothing", () => {
     const fx = openAttack((f) => payload({ repoDir: f.repo.dir, canary: f.canary('planted'), token: f.token }, ['plant-config']));
     const before = repoState(fx);
     fx.cli(['checks', 'run', '1']);
@@ -86,14 +88,14 @@ describe.skipIf(skip !== null)('attack 2: head code plants git config', () => {
   });
 });
 
-describe.skipIf(skip !== null)('attack 3: head code reads proofgate\'s environment', () => {
+describe.skipIf(skip !== null)("attack 3: head code reads proofgate's environment", () => {
   const SECRETS = {
     AWS_SECRET_ACCESS_KEY: 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYzq8Tq3vPgN',
     GITHUB_TOKEN: 'ghp_Q8vZ3kLmN0pRsT5uVwXyZaBcDeFgHiJkLmNo',
     PROOFGATE_TEST_DB_PASSWORD: 'pgpw-0a9b8c7d6e5f4a3b2c1d',
   };
 
-  it('a check that reads /proc/$PPID/environ, /proc/1/environ and every /proc/*/environ finds none of proofgate\'s variables, and none is stored', () => {
+  it("a check that reads /proc/$PPID/environ, /proc/1/environ and every /proc/*/environ finds none of proofgate's variables, and none is stored", () => {
     const fx = openAttack((f) => payload({ repoDir: f.repo.dir, canary: f.canary('env'), token: f.token }, ['read-env']));
     const before = repoState(fx);
     const run = fx.cli(['checks', 'run', '1'], SECRETS);

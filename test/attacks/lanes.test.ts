@@ -11,7 +11,7 @@ import { attackFixture, cleanupFixtures, commentsOf, expectRepoUnchanged, MAINTA
 afterEach(cleanupFixtures);
 
 /** The trusted reviewer: REFUTED when the diff adds anything under secrets/, else CONFIRMED; the judgment lives in judge.mjs. */
-const JUDGE = "export const judge = (diff) => /^\\+\\+\\+ b\\/secrets\\//m.test(diff);\n";
+const JUDGE = 'export const judge = (diff) => /^\\+\\+\\+ b\\/secrets\\//m.test(diff);\n';
 const REVIEWER = `import { readFileSync, writeFileSync } from 'node:fs';
 import { judge } from './judge.mjs';
 const request = JSON.parse(readFileSync(0, 'utf8'));
@@ -38,13 +38,20 @@ function laneFixture(): Fixture {
   });
 }
 
-describe('attack 7: a command lane runs the head\'s copy of its program', () => {
+describe("attack 7: a command lane runs the head's copy of its program", () => {
   it.each([
     ['the reviewer itself', 'tools/review.mjs', RUBBER_STAMP],
     ['a module the reviewer imports', 'tools/judge.mjs', 'export const judge = () => false;\n'],
   ])('the head rewrites %s to say CONFIRMED: the trusted reviewer still REFUTES and automerge does not merge', (_what, path, content) => {
     const fx = laneFixture();
-    fx.commit('feature', [{ path, content }, { path: 'secrets/prod.key', content: 'a forbidden file\n' }], 'tidy the reviewer');
+    fx.commit(
+      'feature',
+      [
+        { path, content },
+        { path: 'secrets/prod.key', content: 'a forbidden file\n' },
+      ],
+      'tidy the reviewer',
+    );
     expect(fx.cli(['change', 'open', '--head', 'feature', '--as', 'mallory']).status).toBe(0);
     const before = repoState(fx);
     const review = fx.cli(['review', '--base', 'main', '--head', 'feature', '--json']);
@@ -64,9 +71,16 @@ describe('attack 8: a verdict outlives the config it was made under', () => {
     const asked = fx.cli(['change', 'comment', '1', '/proofgate review', '--as', MAINTAINER]);
     // Exit 5: the review ran and automerge was not requested.
     expect(asked.status, asked.stderr).toBe(5);
-    expect(commentsOf(fx, '1').some((comment) => comment.body.includes('"verdict":"CONFIRMED"')), 'no CONFIRMED verdict to reuse').toBe(true);
+    expect(
+      commentsOf(fx, '1').some((comment) => comment.body.includes('"verdict":"CONFIRMED"')),
+      'no CONFIRMED verdict to reuse',
+    ).toBe(true);
     // The maintainers tighten the rules on main.
-    fx.repo.commit('main', { '.proofgate.yml': trustedConfig({ checks: 'checks: []', forbidden: ['vendor/**'], extra: 'automerge: { expectChecks: false }' }) }, 'forbid vendor/');
+    fx.repo.commit(
+      'main',
+      { '.proofgate.yml': trustedConfig({ checks: 'checks: []', forbidden: ['vendor/**'], extra: 'automerge: { expectChecks: false }' }) },
+      'forbid vendor/',
+    );
     const before = repoState(fx);
     const automerge = fx.cli(['automerge', '1', '--json']);
     expect(automerge.stdout).not.toContain('"outcome":"merged"');
@@ -80,7 +94,11 @@ describe('attack 8: a verdict outlives the config it was made under', () => {
     fx.commit('feature', [{ path: 'vendor/payload.bin.txt', content: 'vendored bytes\n' }], 'vendor a thing');
     expect(fx.cli(['change', 'open', '--head', 'feature', '--as', 'mallory']).status).toBe(0);
     expect(fx.cli(['review', '--base', 'main', '--head', 'feature']).status).toBe(0);
-    fx.repo.commit('main', { '.proofgate.yml': trustedConfig({ checks: 'checks: []', forbidden: ['vendor/**'], extra: 'automerge: { expectChecks: false }' }) }, 'forbid vendor/');
+    fx.repo.commit(
+      'main',
+      { '.proofgate.yml': trustedConfig({ checks: 'checks: []', forbidden: ['vendor/**'], extra: 'automerge: { expectChecks: false }' }) },
+      'forbid vendor/',
+    );
     const before = repoState(fx);
     const automerge = fx.cli(['automerge', '1', '--json']);
     expect(automerge.stdout).not.toContain('"outcome":"merged"');

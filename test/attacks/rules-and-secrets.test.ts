@@ -48,12 +48,39 @@ describe('attack 9: the rules lane is bypassed', () => {
     ['a newline in a path under a forbidden directory', [{ path: 'secrets/innocent\nname.key', content: 'x\n' }]],
     ['a dot file under a forbidden directory', [{ path: 'secrets/.env', content: 'x\n' }]],
     ['a dot directory under a forbidden directory', [{ path: 'secrets/.hidden/prod.key', content: 'x\n' }]],
-    ['a secret in a file git treats as binary', [{ path: 'assets/logo.bin', content: Buffer.concat([Buffer.from([0, 1, 2, 0, 255]), Buffer.from(` ${KEYS.awsKeyId} `), Buffer.from([0, 0])]) }]],
+    [
+      'a secret in a file git treats as binary',
+      [{ path: 'assets/logo.bin', content: Buffer.concat([Buffer.from([0, 1, 2, 0, 255]), Buffer.from(` ${KEYS.awsKeyId} `), Buffer.from([0, 0])]) }],
+    ],
     ['an AWS key id glued to a name (AWS_KEY_AKIA...)', [{ path: 'config.env', content: `AWS_KEY_${KEYS.awsKeyId}\n` }]],
-    ['a key in a text file that .gitattributes marks binary', [{ path: '.gitattributes', content: '*.txt binary\n' }, { path: 'notes.txt', content: `deploy with ${KEYS.github}\n` }]],
-    ['a key in a text file that .gitattributes marks -diff', [{ path: '.gitattributes', content: '*.cfg -diff\n' }, { path: 'app.cfg', content: `token = ${KEYS.stripe}\n` }]],
-    ['a key behind a .gitattributes textconv driver the head names', [{ path: '.gitattributes', content: '*.md diff=hide\n' }, { path: 'NOTES.md', content: `key ${KEYS.google}\n` }]],
-    ['a key in a file whose line endings .gitattributes rewrites', [{ path: '.gitattributes', content: '*.ini text eol=crlf\n' }, { path: 'prod.ini', content: `slack=${KEYS.slack}\r\n` }]],
+    [
+      'a key in a text file that .gitattributes marks binary',
+      [
+        { path: '.gitattributes', content: '*.txt binary\n' },
+        { path: 'notes.txt', content: `deploy with ${KEYS.github}\n` },
+      ],
+    ],
+    [
+      'a key in a text file that .gitattributes marks -diff',
+      [
+        { path: '.gitattributes', content: '*.cfg -diff\n' },
+        { path: 'app.cfg', content: `token = ${KEYS.stripe}\n` },
+      ],
+    ],
+    [
+      'a key behind a .gitattributes textconv driver the head names',
+      [
+        { path: '.gitattributes', content: '*.md diff=hide\n' },
+        { path: 'NOTES.md', content: `key ${KEYS.google}\n` },
+      ],
+    ],
+    [
+      'a key in a file whose line endings .gitattributes rewrites',
+      [
+        { path: '.gitattributes', content: '*.ini text eol=crlf\n' },
+        { path: 'prod.ini', content: `slack=${KEYS.slack}\r\n` },
+      ],
+    ],
   ])('%s: the review is REFUTED (exit 3)', (_name, entries) => {
     const fx = rulesFixture();
     const before = repoState(fx);
@@ -81,7 +108,10 @@ describe('attack 10: secrets stay in the data dir or are printed raw', () => {
       return result;
     };
     expect(run(['change', 'open', '--head', 'feature', '--as', 'mallory', '--title', `rotate ${KEYS.stripe} and ${KEYS.openai}`]).status).toBe(0);
-    expect(run(['change', 'comment', '1', `the new slack token is ${KEYS.slack}, google ${KEYS.google}, aws_secret_access_key=${KEYS.awsSecret}`, '--as', 'mallory']).status).toBe(0);
+    expect(
+      run(['change', 'comment', '1', `the new slack token is ${KEYS.slack}, google ${KEYS.google}, aws_secret_access_key=${KEYS.awsSecret}`, '--as', 'mallory'])
+        .status,
+    ).toBe(0);
     run(['checks', 'run', '1']);
     run(['checks', 'log', '1', 'test']);
     run(['checks', 'log', '1', 'test', '--json']);
@@ -92,7 +122,12 @@ describe('attack 10: secrets stay in the data dir or are printed raw', () => {
     run(['change', 'list']);
     run(['change', 'list', '--json']);
     const output = printed.join('\n');
-    expect(Object.entries(KEYS).filter(([, value]) => output.includes(value)).map(([name]) => name), 'printed by the CLI').toEqual([]);
+    expect(
+      Object.entries(KEYS)
+        .filter(([, value]) => output.includes(value))
+        .map(([name]) => name),
+      'printed by the CLI',
+    ).toEqual([]);
     expect(storedSecrets(fx, KEYS), 'stored').toEqual([]);
   });
 
@@ -100,7 +135,10 @@ describe('attack 10: secrets stay in the data dir or are printed raw', () => {
     for (const [name, value] of Object.entries(KEYS)) {
       const fx = rulesFixture();
       const line = name === 'awsSecret' ? `aws_secret_access_key = ${value}` : `const key = "${value}";`;
-      const review = reviewOf(fx, [{ path: 'src/settings.ts', content: `${line}\n` }, { path: 'test/settings.test.ts', content: 'ok\n' }]);
+      const review = reviewOf(fx, [
+        { path: 'src/settings.ts', content: `${line}\n` },
+        { path: 'test/settings.test.ts', content: 'ok\n' },
+      ]);
       expect({ name, status: review.status }).toEqual({ name, status: 3 });
       expect(review.stdout.includes(value), `${name} echoed by the review`).toBe(false);
       cleanupFixtures();
@@ -108,9 +146,11 @@ describe('attack 10: secrets stay in the data dir or are printed raw', () => {
   });
 });
 
-describe('attack 10b: a secret in proofgate\'s own environment', () => {
+describe("attack 10b: a secret in proofgate's own environment", () => {
   it('a check that prints a maintainer variable holding a key (passed by no allow-list) stores nothing; the review diff copy is gone or redacted', () => {
-    const fx = attackFixture({ '.proofgate.yml': trustedConfig({ checks: ['checks:', '  - name: test', '    run: "echo $AWS_SECRET_ACCESS_KEY; env"'].join('\n') }) });
+    const fx = attackFixture({
+      '.proofgate.yml': trustedConfig({ checks: ['checks:', '  - name: test', '    run: "echo $AWS_SECRET_ACCESS_KEY; env"'].join('\n') }),
+    });
     fx.commit('feature', [{ path: 'src/a.ts', content: `export const k = '${KEYS.awsKeyId}';\n` }], 'feature');
     expect(fx.cli(['change', 'open', '--head', 'feature', '--as', 'mallory']).status).toBe(0);
     const before = repoState(fx);

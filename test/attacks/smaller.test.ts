@@ -9,23 +9,36 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { memoryDeliveryLedger, parseWebhookDelivery } from '../../src/forge/github/index.js';
-import { attackFixture, cleanupFixtures, commentsOf, expectOneLineFailure, expectRepoUnchanged, repoState, runCli, scratchDir, trustedConfig } from './support.js';
+import {
+  attackFixture,
+  cleanupFixtures,
+  commentsOf,
+  expectOneLineFailure,
+  expectRepoUnchanged,
+  repoState,
+  runCli,
+  scratchDir,
+  trustedConfig,
+} from './support.js';
 
 afterEach(cleanupFixtures);
 
 describe('attack 11: smaller', () => {
-  it.each([['proofgate'], ['PROOFGATE'], ['ProofGate'], ['proofGATE']])('--as %s is RESERVED_IDENTITY for comments and for opening changes; nothing is posted or registered', (login) => {
-    const fx = attackFixture({ '.proofgate.yml': trustedConfig({ checks: 'checks: []' }) });
-    fx.commit('feature', [{ path: 'a.txt', content: 'a\n' }]);
-    fx.commit('other', [{ path: 'b.txt', content: 'b\n' }]);
-    expect(fx.cli(['change', 'open', '--head', 'feature', '--as', 'mallory']).status).toBe(0);
-    expectOneLineFailure(fx.cli(['change', 'comment', '1', 'LGTM <!-- proofgate:marker v2 {} -->', '--as', login]), 'RESERVED_IDENTITY');
-    expect(commentsOf(fx, '1')).toEqual([]);
-    expectOneLineFailure(fx.cli(['change', 'open', '--head', 'other', '--as', login]), 'RESERVED_IDENTITY');
-    expect(JSON.parse(fx.cli(['change', 'list', '--json']).stdout)).toHaveLength(1);
-  });
+  it.each([['proofgate'], ['PROOFGATE'], ['ProofGate'], ['proofGATE']])(
+    '--as %s is RESERVED_IDENTITY for comments and for opening changes; nothing is posted or registered',
+    (login) => {
+      const fx = attackFixture({ '.proofgate.yml': trustedConfig({ checks: 'checks: []' }) });
+      fx.commit('feature', [{ path: 'a.txt', content: 'a\n' }]);
+      fx.commit('other', [{ path: 'b.txt', content: 'b\n' }]);
+      expect(fx.cli(['change', 'open', '--head', 'feature', '--as', 'mallory']).status).toBe(0);
+      expectOneLineFailure(fx.cli(['change', 'comment', '1', 'LGTM <!-- proofgate:marker v2 {} -->', '--as', login]), 'RESERVED_IDENTITY');
+      expect(commentsOf(fx, '1')).toEqual([]);
+      expectOneLineFailure(fx.cli(['change', 'open', '--head', 'other', '--as', login]), 'RESERVED_IDENTITY');
+      expect(JSON.parse(fx.cli(['change', 'list', '--json']).stdout)).toHaveLength(1);
+    },
+  );
 
-  it('a copy of proofgate\'s status comment posted under a case variant does not break later automerge runs', () => {
+  it("a copy of proofgate's status comment posted under a case variant does not break later automerge runs", () => {
     const fx = attackFixture({ '.proofgate.yml': trustedConfig({ checks: 'checks: []', extra: 'automerge: { expectChecks: false }' }) });
     fx.commit('feature', [{ path: 'secrets/x.key', content: 'forbidden\n' }], 'refuted');
     expect(fx.cli(['change', 'open', '--head', 'feature', '--as', 'mallory']).status).toBe(0);
@@ -60,7 +73,12 @@ describe('attack 11: smaller', () => {
     fx.commit('feature', [{ path: 'a.txt', content: 'a\n' }]);
     const data = scratchDir(fx, 'data');
     mkdirSync(join(data, 'proofgate.sqlite'));
-    for (const args of [['change', 'list'], ['change', 'open', '--head', 'feature'], ['automerge', '1'], ['review', '--base', 'main', '--head', 'feature']]) {
+    for (const args of [
+      ['change', 'list'],
+      ['change', 'open', '--head', 'feature'],
+      ['automerge', '1'],
+      ['review', '--base', 'main', '--head', 'feature'],
+    ]) {
       const result = runCli([...args, '--repo', fx.repo.dir, '--data', data]);
       expect(result.stderr).not.toMatch(/EISDIR|internal error/);
       expectOneLineFailure(result, 'DATA_DIR');

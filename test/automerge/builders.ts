@@ -39,8 +39,17 @@ export const CONFIG = `sha256:${'3'.repeat(64)}`;
 /** Verdict fields; the review id, the signed time and the bindings are fixed unless given. */
 export function verdictFields(overrides: Partial<ReviewVerdictFields> = {}): ReviewVerdictFields {
   return {
-    kind: 'review-verdict', change: CHANGE, head: HEAD, verdict: 'CONFIRMED', findings: 0, review: 'rvw_1', at: VERDICT_AT,
-    diff: DIFF, contract: CONTRACT, config: CONFIG, run: null,
+    kind: 'review-verdict',
+    change: CHANGE,
+    head: HEAD,
+    verdict: 'CONFIRMED',
+    findings: 0,
+    review: 'rvw_1',
+    at: VERDICT_AT,
+    diff: DIFF,
+    contract: CONTRACT,
+    config: CONFIG,
+    run: null,
     ...overrides,
   };
 }
@@ -64,7 +73,13 @@ let reviewSeq = 0;
  * times); an entry without a review id gets a fresh one.
  */
 export function verdicts(
-  ...entries: (Partial<Pick<ReviewVerdictFields, 'diff' | 'contract' | 'config' | 'run'>> & { head?: string; verdict?: Verdict; findings?: number; review?: string | null; change?: string })[]
+  ...entries: (Partial<Pick<ReviewVerdictFields, 'diff' | 'contract' | 'config' | 'run'>> & {
+    head?: string;
+    verdict?: Verdict;
+    findings?: number;
+    review?: string | null;
+    change?: string;
+  })[]
 ): TrustedVerdict[] {
   const comments = entries.map(({ review, ...entry }, i) => {
     const at = new Date(Date.parse(VERDICT_AT) + i * 1000).toISOString();
@@ -98,6 +113,7 @@ export function snapshot(overrides: Partial<ChangeSnapshot> = {}): ChangeSnapsho
     draft: false,
     base: { ref: 'main', sha: BASE },
     head: { ref: 'feature', sha: HEAD },
+    reviewDecision: null,
     author: { login: 'alice', permission: 'read' },
     mergeable: 'MERGEABLE',
     mergeStateStatus: 'CLEAN',

@@ -23,33 +23,54 @@ interface Expect {
 
 const rows: [string, ForgeCheck[], CheckPolicy, Expect][] = [
   ['no checks yet', [], POLICY, { pending: [], failed: [], rerun: [], passed: [], ignored: [], noChecksYet: true, hasPending: true }],
-  ['no checks, none expected', [], { ...POLICY, expectChecks: false }, { pending: [], failed: [], rerun: [], passed: [], ignored: [], noChecksYet: false, hasPending: false }],
-  ['only ignored checks', [done('Labeler', 'failure')], POLICY, { pending: [], failed: [], rerun: [], passed: [], ignored: ['CI / Labeler'], noChecksYet: true, hasPending: true }],
-  ['all green', [done('build', 'success'), done('test', 'success')], POLICY, { pending: [], failed: [], rerun: [], passed: ['CI / build', 'CI / test'], ignored: [], noChecksYet: false, hasPending: false }],
-  ['neutral and skipped pass', [done('a', 'neutral'), done('b', 'skipped')], POLICY, { pending: [], failed: [], rerun: [], passed: ['CI / a', 'CI / b'], ignored: [], noChecksYet: false, hasPending: false }],
-  ...(['queued', 'in_progress', 'waiting', 'requested', 'pending'] as const).map(
-    (status): [string, ForgeCheck[], CheckPolicy, Expect] => [
-      `${status} is pending`,
-      [running('lint', status)],
-      POLICY,
-      { pending: ['CI / lint'], failed: [], rerun: [], passed: [], ignored: [], noChecksYet: false, hasPending: true },
-    ],
-  ),
-  ...(['failure', 'error', 'timed_out', 'action_required', 'startup_failure'] as const).map(
-    (conclusion): [string, ForgeCheck[], CheckPolicy, Expect] => [
-      `${conclusion} is a repairable terminal blocker`,
-      [done('lint', conclusion)],
-      POLICY,
-      { pending: [], failed: ['CI / lint'], rerun: [], passed: [], ignored: [], noChecksYet: false, hasPending: false },
-    ],
-  ),
+  [
+    'no checks, none expected',
+    [],
+    { ...POLICY, expectChecks: false },
+    { pending: [], failed: [], rerun: [], passed: [], ignored: [], noChecksYet: false, hasPending: false },
+  ],
+  [
+    'only ignored checks',
+    [done('Labeler', 'failure')],
+    POLICY,
+    { pending: [], failed: [], rerun: [], passed: [], ignored: ['CI / Labeler'], noChecksYet: true, hasPending: true },
+  ],
+  [
+    'all green',
+    [done('build', 'success'), done('test', 'success')],
+    POLICY,
+    { pending: [], failed: [], rerun: [], passed: ['CI / build', 'CI / test'], ignored: [], noChecksYet: false, hasPending: false },
+  ],
+  [
+    'neutral and skipped pass',
+    [done('a', 'neutral'), done('b', 'skipped')],
+    POLICY,
+    { pending: [], failed: [], rerun: [], passed: ['CI / a', 'CI / b'], ignored: [], noChecksYet: false, hasPending: false },
+  ],
+  ...(['queued', 'in_progress', 'waiting', 'requested', 'pending'] as const).map((status): [string, ForgeCheck[], CheckPolicy, Expect] => [
+    `${status} is pending`,
+    [running('lint', status)],
+    POLICY,
+    { pending: ['CI / lint'], failed: [], rerun: [], passed: [], ignored: [], noChecksYet: false, hasPending: true },
+  ]),
+  ...(['failure', 'error', 'timed_out', 'action_required', 'startup_failure'] as const).map((conclusion): [string, ForgeCheck[], CheckPolicy, Expect] => [
+    `${conclusion} is a repairable terminal blocker`,
+    [done('lint', conclusion)],
+    POLICY,
+    { pending: [], failed: ['CI / lint'], rerun: [], passed: [], ignored: [], noChecksYet: false, hasPending: false },
+  ]),
   ...(['cancelled', 'stale'] as const).map((conclusion): [string, ForgeCheck[], CheckPolicy, Expect] => [
     `${conclusion} blocks and needs a re-run`,
     [done('lint', conclusion)],
     POLICY,
     { pending: [], failed: [], rerun: ['CI / lint'], passed: [], ignored: [], noChecksYet: false, hasPending: false },
   ]),
-  ['completed without a conclusion is pending', [check('odd', { conclusion: null })], POLICY, { pending: ['CI / odd'], failed: [], rerun: [], passed: [], ignored: [], noChecksYet: false, hasPending: true }],
+  [
+    'completed without a conclusion is pending',
+    [check('odd', { conclusion: null })],
+    POLICY,
+    { pending: ['CI / odd'], failed: [], rerun: [], passed: [], ignored: [], noChecksYet: false, hasPending: true },
+  ],
   [
     'newest run wins: re-run in progress after a failure',
     [done('lint', 'failure'), running('lint', 'in_progress', '2024-05-01T10:06:00Z')],
@@ -138,7 +159,15 @@ const rows: [string, ForgeCheck[], CheckPolicy, Expect][] = [
     'mixed: failed, pending, passed, ignored',
     [done('build', 'success'), done('lint', 'failure'), running('test'), done('Labeler', 'success'), done('deploy', 'cancelled')],
     POLICY,
-    { pending: ['CI / test'], failed: ['CI / lint'], rerun: ['CI / deploy'], passed: ['CI / build'], ignored: ['CI / Labeler'], noChecksYet: false, hasPending: true },
+    {
+      pending: ['CI / test'],
+      failed: ['CI / lint'],
+      rerun: ['CI / deploy'],
+      passed: ['CI / build'],
+      ignored: ['CI / Labeler'],
+      noChecksYet: false,
+      hasPending: true,
+    },
   ],
 ];
 
@@ -173,7 +202,19 @@ describe('summarizeChecks', () => {
 });
 
 const STATUSES: CheckStatus[] = ['queued', 'in_progress', 'completed', 'waiting', 'requested', 'pending'];
-const CONCLUSIONS: (CheckConclusion | null)[] = [null, 'success', 'failure', 'neutral', 'cancelled', 'skipped', 'timed_out', 'action_required', 'startup_failure', 'stale', 'error'];
+const CONCLUSIONS: (CheckConclusion | null)[] = [
+  null,
+  'success',
+  'failure',
+  'neutral',
+  'cancelled',
+  'skipped',
+  'timed_out',
+  'action_required',
+  'startup_failure',
+  'stale',
+  'error',
+];
 const TIMES = [null, '2024-05-01T10:00:00Z', '2024-05-01T10:01:00Z', '2024-05-01T10:02:00.500Z', 'not a time'];
 
 const arbCheck: fc.Arbitrary<ForgeCheck> = fc.record({

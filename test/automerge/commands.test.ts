@@ -37,8 +37,16 @@ describe('parseCommands: one command per body', () => {
     ['at approve', '@proofgate approve', [{ kind: 'approve', sha: null }]],
     ['approve a named head', `/proofgate approve ${SHA}`, [{ kind: 'approve', sha: SHA }]],
     ['approve an upper-case sha, normalized', `/proofgate APPROVE ${SHA.toUpperCase()}`, [{ kind: 'approve', sha: SHA }]],
-    ['approve a short sha is invalid', '/proofgate approve abc1234', [{ kind: 'invalid', command: 'approve', reason: '"abc1234" is not a full commit sha (40 hex digits)', text: '/proofgate approve abc1234' }]],
-    ['approve with two arguments is invalid', `/proofgate approve ${SHA} now`, [{ kind: 'invalid', command: 'approve', reason: 'approve takes at most one argument: the full sha of the head', text: `/proofgate approve ${SHA} now` }]],
+    [
+      'approve a short sha is invalid',
+      '/proofgate approve abc1234',
+      [{ kind: 'invalid', command: 'approve', reason: '"abc1234" is not a full commit sha (40 hex digits)', text: '/proofgate approve abc1234' }],
+    ],
+    [
+      'approve with two arguments is invalid',
+      `/proofgate approve ${SHA} now`,
+      [{ kind: 'invalid', command: 'approve', reason: 'approve takes at most one argument: the full sha of the head', text: `/proofgate approve ${SHA} now` }],
+    ],
     ['a quoted approve is no command', '> /proofgate approve', []],
     ['a fenced approve is no command', '```\n/proofgate approve\n```', []],
     ['unknown command', '/proofgate merge-now', [{ kind: 'unknown', text: '/proofgate merge-now' }]],
@@ -46,7 +54,11 @@ describe('parseCommands: one command per body', () => {
     ['prefix alone', '/proofgate', [{ kind: 'unknown', text: '/proofgate' }]],
     ['prefix with trailing spaces', '/proofgate   ', [{ kind: 'unknown', text: '/proofgate' }]],
     ['trailing punctuation is unknown', '/proofgate automerge.', [{ kind: 'unknown', text: '/proofgate automerge.' }]],
-    ['plain command with args', '/proofgate automerge now', [{ kind: 'invalid', command: 'automerge', reason: 'automerge takes no arguments', text: '/proofgate automerge now' }]],
+    [
+      'plain command with args',
+      '/proofgate automerge now',
+      [{ kind: 'invalid', command: 'automerge', reason: 'automerge takes no arguments', text: '/proofgate automerge now' }],
+    ],
     ['stop with args', '/proofgate stop please', [{ kind: 'invalid', command: 'stop', reason: 'stop takes no arguments', text: '/proofgate stop please' }]],
   ];
   it.each(rows)('%s', (_name, body, expected) => {

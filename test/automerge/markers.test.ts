@@ -87,13 +87,36 @@ describe('markers: rejected', () => {
     ['verdict field changed', () => ({ ...genuine, body: forgedVerdict }), 'bad-mac', {}],
     ['head field changed', () => ({ ...genuine, body: genuine.body.replace(`"head":"${HEAD}"`, `"head":"${OLD_HEAD}"`) }), 'bad-mac', {}],
     ['signed with another secret', () => comment(composeMarkedBody('Review', [verdictFields()], 'another-secret-0123456789')), 'bad-mac', {}],
-    ['mac digit flipped', () => ({ ...genuine, body: genuine.body.replace(/"mac":"(.)/, (_m, d: string) => `"mac":"${d === '0' ? '1' : '0'}`) }), 'bad-mac', {}],
+    [
+      'mac digit flipped',
+      () => ({ ...genuine, body: genuine.body.replace(/"mac":"(.)/, (_m, d: string) => `"mac":"${d === '0' ? '1' : '0'}`) }),
+      'bad-mac',
+      {},
+    ],
     ['signed without the body digest', () => comment(withLine(signedRaw(withoutBody))), 'malformed', {}],
     ['JSON does not parse', () => comment(withLine('<!-- proofgate:marker v3 {"kind": -->')), 'malformed', {}],
-    ['version tag 4', () => comment(withLine(genuine.body.split('\n').find((l) => l.startsWith('<!--'))?.replace(' v3 ', ' v4 ') ?? '')), 'malformed', {}],
+    [
+      'version tag 4',
+      () =>
+        comment(
+          withLine(
+            genuine.body
+              .split('\n')
+              .find((l) => l.startsWith('<!--'))
+              ?.replace(' v3 ', ' v4 ') ?? '',
+          ),
+        ),
+      'malformed',
+      {},
+    ],
     ['older v1 format, correctly signed', () => comment(withLine(signedRaw({ ...withoutAtAndV, v: 1 }).replace(' v3 ', ' v1 '))), 'malformed', {}],
     ['v1 fields under the v3 tag, correctly signed', () => comment(withLine(signedRaw({ ...withoutAtAndV, v: 3 }))), 'malformed', {}],
-    ['older v2 format (no bindings), correctly signed', () => comment(withLine(signedRaw({ ...withoutBindings, v: 2 }).replace(' v3 ', ' v2 '))), 'malformed', {}],
+    [
+      'older v2 format (no bindings), correctly signed',
+      () => comment(withLine(signedRaw({ ...withoutBindings, v: 2 }).replace(' v3 ', ' v2 '))),
+      'malformed',
+      {},
+    ],
     ['v2 fields (no bindings) under the v3 tag, correctly signed', () => comment(withLine(signedRaw({ ...withoutBindings, v: 3 }))), 'malformed', {}],
     ['config binding changed', () => ({ ...genuine, body: genuine.body.replace('"config":"sha256:3', '"config":"sha256:4') }), 'bad-mac', {}],
     ['diff binding not a digest, correctly signed', () => comment(withLine(signedRaw({ ...unsigned, diff: 'abc' }))), 'malformed', {}],

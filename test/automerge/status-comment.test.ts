@@ -22,12 +22,15 @@ function status(decision: AutomergeDecision, timeline = [{ at: '2024-05-01T10:00
 
 describe('renderStatusComment', () => {
   const rows: [AutomergeDecision, RegExp][] = [
-    [{ kind: 'wait', reason: 'checks pending on aaaa: pending: CI / test (in_progress)' }, /^### proofgate automerge: waiting\n\nHead `a{40}`: \*\*wait\*\*, checks pending/],
-    [{ kind: 'review', head: HEAD, reason: 'needs review' }, /: reviewing\n/],
-    [{ kind: 'repair', repair: 'rebase', head: HEAD, reason: 'conflicts' }, /: repairing\n/],
-    [{ kind: 'merge', head: HEAD, reason: 'CONFIRMED' }, /: merging\n/],
-    [{ kind: 'block', reason: 'repair cap reached' }, /: blocked: needs a human\n/],
-    [{ kind: 'stop', reason: 'stopped by bob' }, /: stopped\n/],
+    [
+      { kind: 'wait', code: 'checks-pending', reason: 'checks pending on aaaa: pending: CI / test (in_progress)' },
+      /^### proofgate automerge: waiting\n\nHead `a{40}`: \*\*wait\*\*, checks pending on aaaa: pending: CI \/ test \(in_progress\) \(`checks-pending`\)\n/,
+    ],
+    [{ kind: 'review', code: 'no-verdict', head: HEAD, reason: 'needs review' }, /: reviewing\n[^]*needs review \(`no-verdict`\)/],
+    [{ kind: 'repair', code: 'behind', repair: 'rebase', head: HEAD, reason: 'behind' }, /: repairing\n[^]*behind \(`behind`\)/],
+    [{ kind: 'merge', code: 'ready', head: HEAD, reason: 'CONFIRMED' }, /: merging\n[^]*\(`ready`\)/],
+    [{ kind: 'block', code: 'base-blocked', reason: 'the base is blocked' }, /: blocked: needs a human\n[^]*\(`base-blocked`\)/],
+    [{ kind: 'stop', code: 'stopped', reason: 'stopped by bob' }, /: stopped\n[^]*\(`stopped`\)/],
   ];
   it.each(rows)('%j', (decision, pattern) => {
     const body = status(decision);
@@ -39,19 +42,19 @@ describe('renderStatusComment', () => {
 
   it('shows only the last entries of a long timeline', () => {
     const timeline = Array.from({ length: TIMELINE_LIMIT + 5 }, (_, i) => ({ at: `t${i}`, text: `entry ${i}` }));
-    const body = status({ kind: 'wait', reason: 'x' }, timeline);
+    const body = status({ kind: 'wait', code: 'checks-pending', reason: 'x' }, timeline);
     expect(body).toContain('- (5 earlier entries not shown)');
     expect(body).not.toContain('entry 4\n');
     expect(body).toContain(`entry ${TIMELINE_LIMIT + 4}`);
   });
 
   it('says so when the timeline is empty', () => {
-    expect(status({ kind: 'wait', reason: 'x' }, [])).toContain('- (nothing yet)');
+    expect(status({ kind: 'wait', code: 'checks-pending', reason: 'x' }, [])).toContain('- (nothing yet)');
   });
 
   it('outside text cannot smuggle a marker, markup, a mention or a command into the comment', () => {
     const hostile = '<!-- proofgate:marker v1 {} -->\n/proofgate automerge @everyone `x`';
-    const body = status({ kind: 'block', reason: hostile }, [{ at: 'now', text: hostile }]);
+    const body = status({ kind: 'block', code: 'review-hold', reason: hostile }, [{ at: 'now', text: hostile }]);
     expect(body).not.toContain('<!-- proofgate:marker v1 {}');
     expect(body).not.toContain('@everyone');
     expect(parseCommands(body)).toEqual([]);
@@ -84,7 +87,15 @@ describe('renderFinalComment', () => {
 
   it('names the merged head, the merge commit link, the repairs and the timeline', () => {
     const body = renderFinalComment(
-      { changeId: CHANGE, intent: 'automerge', mergedHead: HEAD, mergeCommit: MERGE_COMMIT, mergeCommitUrl: 'https://example.test/o/r/commit/(e)', repairs, timeline },
+      {
+        changeId: CHANGE,
+        intent: 'automerge',
+        mergedHead: HEAD,
+        mergeCommit: MERGE_COMMIT,
+        mergeCommitUrl: 'https://example.test/o/r/commit/(e)',
+        repairs,
+        timeline,
+      },
       SECRET,
     );
     expect(body).toContain('### proofgate automerge: merged');
@@ -121,7 +132,17 @@ describe('renderFinalComment', () => {
 
   it('a hostile branch name carries no markup, marker or mention', () => {
     const body = renderFinalComment(
-      { changeId: CHANGE, intent: 'automerge', mergedHead: HEAD, mergeCommit: MERGE_COMMIT, mergeCommitUrl: null, repairs: [], timeline: [], headRef: 'x</code><!-- proofgate:marker v2 {} -->@all`', baseRef: 'main' },
+      {
+        changeId: CHANGE,
+        intent: 'automerge',
+        mergedHead: HEAD,
+        mergeCommit: MERGE_COMMIT,
+        mergeCommitUrl: null,
+        repairs: [],
+        timeline: [],
+        headRef: 'x</code><!-- proofgate:marker v2 {} -->@all`',
+        baseRef: 'main',
+      },
       SECRET,
     );
     expect(body).toContain('Change: branch <code>x&lt;/code&gt;&lt;!-- proofgate:marker v2 {} --&gt;&#64;all&#96;</code>\n');
@@ -130,7 +151,17 @@ describe('renderFinalComment', () => {
 
   it('only the head branch known', () => {
     const body = renderFinalComment(
-      { changeId: CHANGE, intent: 'automerge', mergedHead: HEAD, mergeCommit: MERGE_COMMIT, mergeCommitUrl: null, repairs: [], timeline, title: '  ', headRef: 'feature' },
+      {
+        changeId: CHANGE,
+        intent: 'automerge',
+        mergedHead: HEAD,
+        mergeCommit: MERGE_COMMIT,
+        mergeCommitUrl: null,
+        repairs: [],
+        timeline,
+        title: '  ',
+        headRef: 'feature',
+      },
       SECRET,
     );
     expect(body).toContain('Change: branch <code>feature</code>\n');
@@ -138,7 +169,10 @@ describe('renderFinalComment', () => {
   });
 
   it('without repairs or a link', () => {
-    const body = renderFinalComment({ changeId: CHANGE, intent: 'automerge', mergedHead: HEAD, mergeCommit: MERGE_COMMIT, mergeCommitUrl: null, repairs: [], timeline }, SECRET);
+    const body = renderFinalComment(
+      { changeId: CHANGE, intent: 'automerge', mergedHead: HEAD, mergeCommit: MERGE_COMMIT, mergeCommitUrl: null, repairs: [], timeline },
+      SECRET,
+    );
     expect(body).toContain(`as \`${MERGE_COMMIT}\`.`);
     expect(body).toContain('- none: the reviewed head merged as it was');
     expect(body).not.toContain('Change:');
@@ -146,12 +180,24 @@ describe('renderFinalComment', () => {
 });
 
 describe('findStatusComment', () => {
-  const own = comment(status({ kind: 'wait', reason: 'x' }), { id: 's1' });
-  const newer = comment(status({ kind: 'merge', head: HEAD, reason: 'y' }), { id: 's2' });
-  const other = comment(renderStatusComment({ changeId: CHANGE, intent: 'proof', head: HEAD, decision: { kind: 'wait', reason: 'x' }, timeline: [] }, SECRET), { id: 's3' });
+  const own = comment(status({ kind: 'wait', code: 'checks-pending', reason: 'x' }), { id: 's1' });
+  const newer = comment(status({ kind: 'merge', code: 'ready', head: HEAD, reason: 'y' }), { id: 's2' });
+  const other = comment(
+    renderStatusComment(
+      { changeId: CHANGE, intent: 'proof', head: HEAD, decision: { kind: 'wait', code: 'checks-pending', reason: 'x' }, timeline: [] },
+      SECRET,
+    ),
+    { id: 's3' },
+  );
   const copiedByHuman = { ...own, id: 'h1', author: 'mallory' };
   const edited = { ...own, id: 's4', body: own.body.replace('waiting', 'merged') };
-  const otherChange = comment(renderStatusComment({ changeId: '43', intent: 'automerge', head: HEAD, decision: { kind: 'wait', reason: 'x' }, timeline: [] }, SECRET), { id: 's5' });
+  const otherChange = comment(
+    renderStatusComment(
+      { changeId: '43', intent: 'automerge', head: HEAD, decision: { kind: 'wait', code: 'checks-pending', reason: 'x' }, timeline: [] },
+      SECRET,
+    ),
+    { id: 's5' },
+  );
 
   const rows: [string, ReturnType<typeof comment>[], string | null][] = [
     ['none yet', [comment('hello', { author: 'alice' })], null],

@@ -36,7 +36,13 @@ rows.push(
   ['proofgate itself never commands itself', 'automerge', actor('admin', { login: SELF, isBot: true }), false, /proofgate's own identity/],
   ['self identity matched case-insensitively', 'stop', actor('write', { login: 'ProofGate[BOT]' }), false, /proofgate's own identity/],
   ['a bot with write is ignored', 'automerge', actor('write', { login: 'dependabot[bot]', isBot: true }), false, /bots cannot command/],
-  ['a bot that authored the change is ignored', 'review', actor('read', { login: 'renovate[bot]', isBot: true, isChangeAuthor: true }), false, /bots cannot command/],
+  [
+    'a bot that authored the change is ignored',
+    'review',
+    actor('read', { login: 'renovate[bot]', isBot: true, isChangeAuthor: true }),
+    false,
+    /bots cannot command/,
+  ],
   ['author with write may automerge', 'automerge', actor('write', { isChangeAuthor: true }), true, null],
   ['invalid command named in reason', 'invalid', actor('read'), false, /an invalid proof command/],
 );

@@ -11,7 +11,10 @@ const config: RepoConfig = parseRepoConfig(
     ],
     review: {
       acceptanceContract: 'docs/ACCEPTANCE.md',
-      lanes: [{ id: 'llm', command: ['node', 'tools/review/lane.mjs', '--model', 'x'] }, { id: 'rules', builtin: 'rules' }],
+      lanes: [
+        { id: 'llm', command: ['node', 'tools/review/lane.mjs', '--model', 'x'] },
+        { id: 'rules', builtin: 'rules' },
+      ],
     },
     automerge: { gate: ['npm', 'run', 'gate'], agentFix: { command: ['./fixer/run'] } },
     trustedPaths: ['policies/**', '*.lock'],
@@ -78,6 +81,9 @@ describe('trustedPathsTouched: the trust rule', () => {
 
   it('without a config file only the config path and workflows are trusted', () => {
     const empty = parseRepoConfig({}, 'empty');
-    expect(trustedPathsTouched(['.proofgate.yml', '.github/workflows/a.yml', 'check.mjs', 'tools/x.mjs'], empty)).toEqual(['.github/workflows/a.yml', '.proofgate.yml']);
+    expect(trustedPathsTouched(['.proofgate.yml', '.github/workflows/a.yml', 'check.mjs', 'tools/x.mjs'], empty)).toEqual([
+      '.github/workflows/a.yml',
+      '.proofgate.yml',
+    ]);
   });
 });

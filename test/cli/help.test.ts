@@ -8,7 +8,7 @@ describe('proofgate --help', () => {
     expect(help.stdout).toMatch(/^Trust:$/m);
     expect(help.stdout).toContain('protectedBranches');
     expect(help.stdout).toMatch(/run jailed \(bubblewrap/);
-    expect(help.stdout).toContain("sandbox: none");
+    expect(help.stdout).toContain('sandbox: none');
     expect(help.stdout).toMatch(/single-user/);
   });
 });

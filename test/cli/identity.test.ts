@@ -86,7 +86,9 @@ describe('reserved identity', () => {
 
     // A store written before the rule may hold such a copy: every later automerge still runs to its outcome.
     const opened = await openLocalForge({ repoDir: repo.dir, dataDir: data });
-    await opened.forge.store.append(changeStream('1'), [{ type: 'comment-created', data: { commentId: 'cmt_lookalike', author: 'PROOFGATE', authorType: 'User', body, at: new Date().toISOString() } }]);
+    await opened.forge.store.append(changeStream('1'), [
+      { type: 'comment-created', data: { commentId: 'cmt_lookalike', author: 'PROOFGATE', authorType: 'User', body, at: new Date().toISOString() } },
+    ]);
     await opened.close();
     for (let round = 0; round < 2; round += 1) {
       const again = runCli(['automerge', '1', '--repo', repo.dir, '--data', data]);
@@ -102,7 +104,7 @@ describe('reserved identity', () => {
     const secret = randomBytes(32);
     const head = 'a'.repeat(40);
     const render = (reason: string) =>
-      renderStatusComment({ changeId: id, intent: 'automerge', head, decision: { kind: 'wait', reason } as Parameters<typeof renderStatusComment>[0]['decision'], timeline: [] }, secret);
+      renderStatusComment({ changeId: id, intent: 'automerge', head, decision: { kind: 'wait', code: 'checks-pending', reason }, timeline: [] }, secret);
     const own = await new StatusWriter(h.forge, secret).writeComment(await h.forge.snapshot(id), render('first'));
     // Anyone can post: mallory copies proofgate's status comment, byte for byte, after it.
     h.server.model.addComment(pr.number, 'mallory', own?.body ?? '');
@@ -118,11 +120,18 @@ describe('reserved identity', () => {
     const refusing: Forge = {
       ...h.forge,
       editComment: (_change, commentId, body) =>
-        commentId === String(comments[0]?.id) ? h.forge.editComment(id, commentId, body) : Promise.reject(new ProofgateError('FORGE_AUTH', 'GitHub edit comment failed with HTTP 403')),
+        commentId === String(comments[0]?.id)
+          ? h.forge.editComment(id, commentId, body)
+          : Promise.reject(new ProofgateError('FORGE_AUTH', 'GitHub edit comment failed with HTTP 403')),
     };
     const written = await new StatusWriter(refusing, secret).writeComment(await h.forge.snapshot(id), render('third'));
     expect(written?.author).toBe(SELF);
-    expect(h.server.model.commentsOf(pr.number).filter((comment) => comment.body.includes('third')).map((comment) => comment.author)).toEqual([SELF]);
+    expect(
+      h.server.model
+        .commentsOf(pr.number)
+        .filter((comment) => comment.body.includes('third'))
+        .map((comment) => comment.author),
+    ).toEqual([SELF]);
   });
 });
 
@@ -131,7 +140,13 @@ describe('unusable data dir', () => {
     const { repo } = repoWithChange();
     const data = tempDir('proofgate-identity-eisdir-');
     mkdirSync(join(data, 'proofgate.sqlite'));
-    for (const args of [['change', 'list'], ['change', 'show', '1'], ['automerge', '1'], ['checks', 'run', '1'], ['runs', 'list']]) {
+    for (const args of [
+      ['change', 'list'],
+      ['change', 'show', '1'],
+      ['automerge', '1'],
+      ['checks', 'run', '1'],
+      ['runs', 'list'],
+    ]) {
       const result = runCli([...args, '--repo', repo.dir, '--data', data]);
       expect(result.status, args.join(' ')).toBe(1);
       expect(oneLine(result.stderr)).toMatch(/proofgate\.sqlite is a directory.*\[DATA_DIR\]$/);

@@ -39,18 +39,30 @@ interface Compiled {
  * version, however many programs are checked).
  */
 function compile(tsc: string, files: readonly string[], outDir: string): Compiled {
-  writeFileSync(join(consumer, `tsconfig.${outDir}.json`), JSON.stringify({
-    compilerOptions: {
-      target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, outDir, rootDir: '.',
-      types: ['node'], typeRoots: [join(ROOT, 'node_modules/@types')],
-      // TypeScript's own lib files are not ours to check; the package's declarations and @types/node still are.
-      skipDefaultLibCheck: true,
-    },
-    files,
-  }));
+  writeFileSync(
+    join(consumer, `tsconfig.${outDir}.json`),
+    JSON.stringify({
+      compilerOptions: {
+        target: 'ES2022',
+        module: 'NodeNext',
+        moduleResolution: 'NodeNext',
+        strict: true,
+        outDir,
+        rootDir: '.',
+        types: ['node'],
+        typeRoots: [join(ROOT, 'node_modules/@types')],
+        // TypeScript's own lib files are not ours to check; the package's declarations and @types/node still are.
+        skipDefaultLibCheck: true,
+      },
+      files,
+    }),
+  );
   const compiled = spawnSync(process.execPath, [tsc, '-p', `tsconfig.${outDir}.json`, '--pretty', 'false'], { cwd: consumer, encoding: 'utf8' });
   // A diagnostic starts at the beginning of a line; its continuation lines are indented.
-  const diagnostics = `${compiled.stdout}${compiled.stderr}`.split(/\n(?=\S)/).map((block) => block.trim()).filter((block) => block !== '');
+  const diagnostics = `${compiled.stdout}${compiled.stderr}`
+    .split(/\n(?=\S)/)
+    .map((block) => block.trim())
+    .filter((block) => block !== '');
   return { status: compiled.status, diagnostics };
 }
 
@@ -116,9 +128,15 @@ describe('packed package in a clean consumer', { timeout: 300_000 }, () => {
 
   it('installs outside the project and resolves the public entry points', () => {
     expect(consumer.startsWith(ROOT)).toBe(false);
-    const out = execFileSync(process.execPath, ['--input-type=module', '-e',
-      "const m = await import('proofgate'); const s = await import('proofgate/storage/local'); console.log(typeof m.compileGraph, typeof s.createLocalRunStorage)"],
-    { cwd: consumer, encoding: 'utf8' });
+    const out = execFileSync(
+      process.execPath,
+      [
+        '--input-type=module',
+        '-e',
+        "const m = await import('proofgate'); const s = await import('proofgate/storage/local'); console.log(typeof m.compileGraph, typeof s.createLocalRunStorage)",
+      ],
+      { cwd: consumer, encoding: 'utf8' },
+    );
     expect(out.trim()).toBe('function function');
   });
 
@@ -132,9 +150,7 @@ describe('packed package in a clean consumer', { timeout: 300_000 }, () => {
     const program = /```ts[^\n]*\n([\s\S]*?)```/.exec(text)?.[1];
     const report = /```json[^\n]*\n([\s\S]*?)```/.exec(text)?.[1];
     if (!program || !report) throw new Error('seed document has no ts or json block');
-    const source = program
-      .replaceAll("'@obversa/runtime/storage/local'", "'proofgate/storage/local'")
-      .replaceAll("'@obversa/runtime'", "'proofgate'");
+    const source = program.replaceAll("'@obversa/runtime/storage/local'", "'proofgate/storage/local'").replaceAll("'@obversa/runtime'", "'proofgate'");
     return { source, report: report.trim() };
   }
 

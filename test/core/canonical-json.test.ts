@@ -21,16 +21,23 @@ describe('canonicalJson (RFC 8785)', () => {
 
   it('serializes numbers the ECMAScript way', () => {
     const cases: Array<[number, string]> = [
-      [0, '0'], [-0, '0'], [1, '1'], [-1.5, '-1.5'], [1e21, '1e+21'], [1e-7, '1e-7'],
-      [123456789012345680000, '123456789012345680000'], [0.1 + 0.2, '0.30000000000000004'],
-      [5e-324, '5e-324'], [1.7976931348623157e308, '1.7976931348623157e+308'], [333333333.3333333, '333333333.3333333'],
+      [0, '0'],
+      [-0, '0'],
+      [1, '1'],
+      [-1.5, '-1.5'],
+      [1e21, '1e+21'],
+      [1e-7, '1e-7'],
+      [123456789012345680000, '123456789012345680000'],
+      [0.1 + 0.2, '0.30000000000000004'],
+      [5e-324, '5e-324'],
+      [1.7976931348623157e308, '1.7976931348623157e+308'],
+      [333333333.3333333, '333333333.3333333'],
     ];
     for (const [input, text] of cases) expect(canonicalJson(input)).toBe(text);
   });
 
   it('escapes strings minimally', () => {
-    expect(canonicalJson('\u0000\u0008\t\n\u000b\f\r"\\/\u007f\u00e9\u20ac'))
-      .toBe('"\\u0000\\b\\t\\n\\u000b\\f\\r\\"\\\\/\u007f\u00e9\u20ac"');
+    expect(canonicalJson('\u0000\u0008\t\n\u000b\f\r"\\/\u007f\u00e9\u20ac')).toBe('"\\u0000\\b\\t\\n\\u000b\\f\\r\\"\\\\/\u007f\u00e9\u20ac"');
   });
 
   it('has no whitespace and keeps array order', () => {
@@ -99,16 +106,22 @@ describe('canonicalJson against a reference', () => {
   const tree = fc.letrec((tie) => ({
     value: fc.oneof(
       { depthSize: 'small' },
-      fc.constant(null), fc.boolean(), fc.double({ noNaN: true, noDefaultInfinity: true }), fc.string(),
+      fc.constant(null),
+      fc.boolean(),
+      fc.double({ noNaN: true, noDefaultInfinity: true }),
+      fc.string(),
       fc.array(tie('value'), { maxLength: 4 }),
       fc.dictionary(key, tie('value'), { maxKeys: 5 }),
     ),
   })).value;
 
   it('agrees on arbitrary JSON, including index-like keys', () => {
-    fc.assert(fc.property(tree, (value) => {
-      expect(canonicalJson(value)).toBe(reference(value));
-    }), { numRuns: 1000 });
+    fc.assert(
+      fc.property(tree, (value) => {
+        expect(canonicalJson(value)).toBe(reference(value));
+      }),
+      { numRuns: 1000 },
+    );
   });
 
   it('orders index-like keys as strings, not numbers', () => {
@@ -142,9 +155,12 @@ describe('member names that JavaScript treats specially, and duplicates', () => 
   });
 
   it('parseJson accepts any valid JSON without duplicates, and a leading byte order mark', () => {
-    fc.assert(fc.property(fc.jsonValue(), (value) => {
-      expect(parseJson(JSON.stringify(value))).toEqual(JSON.parse(JSON.stringify(value)));
-    }), { numRuns: 300 });
+    fc.assert(
+      fc.property(fc.jsonValue(), (value) => {
+        expect(parseJson(JSON.stringify(value))).toEqual(JSON.parse(JSON.stringify(value)));
+      }),
+      { numRuns: 300 },
+    );
     expect(parseJson('\ufeff{"a":1}')).toEqual({ a: 1 });
   });
 

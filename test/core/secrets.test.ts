@@ -126,34 +126,43 @@ describe('the secret catalogue', () => {
 describe('the secret catalogue, properties', () => {
   const secrets = Object.values(KEYS);
   // Anything around a key: word characters, `_`, `-`, punctuation, newlines, other keys.
-  const around = fc.string({ unit: fc.constantFrom('a', 'Z', '0', '_', '-', '.', ' ', '=', ':', '"', '\n', '/', '+', '[', ']') , maxLength: 12 });
+  const around = fc.string({ unit: fc.constantFrom('a', 'Z', '0', '_', '-', '.', ' ', '=', ':', '"', '\n', '/', '+', '[', ']'), maxLength: 12 });
 
   it('a distinctive key is redacted whatever surrounds it', () => {
     const distinctive = [KEYS.awsId, KEYS.awsSession, KEYS.ghp, KEYS.pat, KEYS.slack, KEYS.slackHook, KEYS.stripeLive, KEYS.google];
-    fc.assert(fc.property(around, fc.constantFrom(...distinctive), around, (before, key, after) => {
-      const out = redactSecrets(`${before}${key}${after}`);
-      expect(out).not.toContain(key);
-    }));
+    fc.assert(
+      fc.property(around, fc.constantFrom(...distinctive), around, (before, key, after) => {
+        const out = redactSecrets(`${before}${key}${after}`);
+        expect(out).not.toContain(key);
+      }),
+    );
   });
 
   it('a short-prefix key is redacted after anything but a letter or digit', () => {
     const nonWord = fc.string({ unit: fc.constantFrom('_', '-', '.', ' ', '=', ':', '"', '\n', '/', '('), maxLength: 6 });
-    fc.assert(fc.property(around, nonWord, fc.constantFrom(KEYS.openai, KEYS.openaiProject, KEYS.stripeTest, KEYS.jwt), (before, edge, key) => {
-      expect(redactSecrets(`${before}${edge === '' ? ' ' : edge}${key}`)).not.toContain(key);
-    }));
+    fc.assert(
+      fc.property(around, nonWord, fc.constantFrom(KEYS.openai, KEYS.openaiProject, KEYS.stripeTest, KEYS.jwt), (before, edge, key) => {
+        expect(redactSecrets(`${before}${edge === '' ? ' ' : edge}${key}`)).not.toContain(key);
+      }),
+    );
   });
 
   it('redacting is idempotent on any text, including text built from keys and markers', () => {
     const piece = fc.oneof(fc.string({ maxLength: 20 }), fc.constantFrom(...secrets, PEM, 'password=', 'Bearer ', 'aws_secret ', '[redacted:jwt]', '"', ' '));
-    fc.assert(fc.property(fc.array(piece, { maxLength: 8 }), (pieces) => {
-      const once = redactSecrets(pieces.join(''));
-      expect(redactSecrets(once)).toBe(once);
-    }), { numRuns: 500 });
+    fc.assert(
+      fc.property(fc.array(piece, { maxLength: 8 }), (pieces) => {
+        const once = redactSecrets(pieces.join(''));
+        expect(redactSecrets(once)).toBe(once);
+      }),
+      { numRuns: 500 },
+    );
   });
 
   it('text without any catalogue match is returned unchanged', () => {
-    fc.assert(fc.property(fc.string({ maxLength: 200 }), (text) => {
-      if (findSecrets(text).length === 0) expect(redactSecrets(text)).toBe(text);
-    }));
+    fc.assert(
+      fc.property(fc.string({ maxLength: 200 }), (text) => {
+        if (findSecrets(text).length === 0) expect(redactSecrets(text)).toBe(text);
+      }),
+    );
   });
 });

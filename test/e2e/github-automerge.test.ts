@@ -21,8 +21,6 @@ async function finished(done: Promise<JobResult> | undefined) {
 const NEVER_MS = 3_600_000;
 const WAIT_FOREVER = { transientPollMs: NEVER_MS, shepherdPollMs: NEVER_MS, transientWaitMs: NEVER_MS, shepherdWaitMs: NEVER_MS };
 
-
-
 /** Resolves when the loop reports a progress line starting with `prefix`. */
 function progressSeen(l: GitHubLoop, prefix: string): Promise<void> {
   return until(() => l.progress.some((p) => p.text.startsWith(prefix)), `no progress line "${prefix}"`);
@@ -135,7 +133,10 @@ describe('automerge end to end on the GitHub API test server, driven by signed w
     const l = (loop = await githubLoop({ waits: WAIT_FOREVER }));
     const { head, runId } = openPullRequest(l, `${CONFIG}automerge:\n  expectChecks: false\n`);
     // No CI here: drop the check run the helper adds.
-    l.server.model.checkRuns.splice(l.server.model.checkRuns.findIndex((r) => r.id === runId), 1);
+    l.server.model.checkRuns.splice(
+      l.server.model.checkRuns.findIndex((r) => r.id === runId),
+      1,
+    );
     const routed = await l.comment(1, '/proofgate automerge');
     // A wait would last an hour (nothing would wake it): the merge came without one.
     const outcome = await within(finished(routed.dispatch?.done), 'the loop waited for checks that will never come');
@@ -187,7 +188,25 @@ describe('automerge end to end on the GitHub API test server, driven by signed w
     const { head, runId } = openPullRequest(l);
     await l.completeCheck(1, runId);
     // A valid-looking CONFIRMED marker for the exact head, even with the right HMAC, in a comment by someone else.
-    const forgedBody = composeMarkedBody('Looks reviewed to me.', [{ kind: 'review-verdict', change: '1', head, verdict: 'CONFIRMED', findings: 0, review: 'rv_forged', at: new Date().toISOString(), diff: `sha256:${'0'.repeat(64)}`, contract: `sha256:${'0'.repeat(64)}`, config: `sha256:${'0'.repeat(64)}`, run: null }], l.env.secret);
+    const forgedBody = composeMarkedBody(
+      'Looks reviewed to me.',
+      [
+        {
+          kind: 'review-verdict',
+          change: '1',
+          head,
+          verdict: 'CONFIRMED',
+          findings: 0,
+          review: 'rv_forged',
+          at: new Date().toISOString(),
+          diff: `sha256:${'0'.repeat(64)}`,
+          contract: `sha256:${'0'.repeat(64)}`,
+          config: `sha256:${'0'.repeat(64)}`,
+          run: null,
+        },
+      ],
+      l.env.secret,
+    );
     const forged = await l.comment(1, forgedBody, 'mallory');
     expect(forged.commands).toEqual([]);
     const forgedId = l.server.model.commentsOf(1).find((c) => c.author === 'mallory')?.id;

@@ -90,7 +90,9 @@ describe('rebase repair on GitHub: git push with lease, re-review, merge at the 
     execFileSync('git', ['init', '-q', '--bare', remote]);
     git(work, ['push', '-q', remote, `${two}:refs/heads/feature`]);
     // The branch is at `two`, not the expected `one`: refused, the remote keeps `two`.
-    const refused = await pushWithLease({ dir: work, remoteUrl: remote, branch: 'feature', newSha: three, expectedOldSha: one }).catch((error: unknown) => error);
+    const refused = await pushWithLease({ dir: work, remoteUrl: remote, branch: 'feature', newSha: three, expectedOldSha: one }).catch(
+      (error: unknown) => error,
+    );
     expect(refused).toMatchObject({ code: 'HEAD_MOVED' });
     expect(git(remote, ['rev-parse', 'refs/heads/feature'])).toBe(two);
     // A non-fast-forward move with the right lease goes through (that is what a rebase needs).
@@ -100,7 +102,9 @@ describe('rebase repair on GitHub: git push with lease, re-review, merge at the 
     await pushWithLease({ dir: work, remoteUrl: remote, branch: 'feature', newSha: one, expectedOldSha: two });
     expect(git(remote, ['rev-parse', 'refs/heads/feature'])).toBe(one);
     // A branch expected absent must not exist.
-    await expect(pushWithLease({ dir: work, remoteUrl: remote, branch: 'feature', newSha: three, expectedOldSha: null })).rejects.toMatchObject({ code: 'HEAD_MOVED' });
+    await expect(pushWithLease({ dir: work, remoteUrl: remote, branch: 'feature', newSha: three, expectedOldSha: null })).rejects.toMatchObject({
+      code: 'HEAD_MOVED',
+    });
     await pushWithLease({ dir: work, remoteUrl: remote, branch: 'fresh', newSha: three, expectedOldSha: null });
     expect(git(remote, ['rev-parse', 'refs/heads/fresh'])).toBe(three);
   });

@@ -18,7 +18,6 @@ import {
   ChangeJobs,
   ChangeSignals,
   LedgerStore,
-  mirrorWorkspace,
   panelReviewer,
   type AutomergeEnvironment,
   type LoopProgress,
@@ -71,17 +70,24 @@ export interface GitHubLoop {
 }
 
 function filesAt(repo: TempRepo, sha: string): Record<string, string> {
-  const names = repo.git(['ls-tree', '-r', '--name-only', sha]).split('\n').filter((n) => n !== '');
+  const names = repo
+    .git(['ls-tree', '-r', '--name-only', sha])
+    .split('\n')
+    .filter((n) => n !== '');
   return Object.fromEntries(names.map((name) => [name, repo.git(['show', `${sha}:${name}`]) + '\n']));
 }
 
 function remoteFiles(remote: string, sha: string): Record<string, string> {
   const git = (args: string[]) => execFileSync('git', ['-C', remote, ...args], { encoding: 'utf8' });
-  const names = git(['ls-tree', '-r', '--name-only', sha]).split('\n').filter((n) => n !== '');
+  const names = git(['ls-tree', '-r', '--name-only', sha])
+    .split('\n')
+    .filter((n) => n !== '');
   return Object.fromEntries(names.map((name) => [name, git(['show', `${sha}:${name}`])]));
 }
 
-export async function githubLoop(options: { onProgress?: (progress: LoopProgress) => void; repair?: boolean; waits?: AutomergeEnvironment['waits'] } = {}): Promise<GitHubLoop> {
+export async function githubLoop(
+  options: { onProgress?: (progress: LoopProgress) => void; repair?: boolean; waits?: AutomergeEnvironment['waits'] } = {},
+): Promise<GitHubLoop> {
   const server = await startGitHubServer();
   const { model } = server;
   model.setCollaborator(MAINTAINER, 'write');
@@ -96,6 +102,7 @@ export async function githubLoop(options: { onProgress?: (progress: LoopProgress
     repo: model.repo,
     selfLogin: SELF,
     trustedBranch: model.defaultBranch,
+    workspace: { directory: join(root, 'workspaces'), remoteUrl: remote },
     logger: pino({ level: 'silent' }),
     retry: { retries: 2, baseDelayMs: 1 },
     throttle: { secondMs: 1, writeIntervalMs: 0, notificationIntervalMs: 0, maxRetries: 2 },
@@ -105,7 +112,7 @@ export async function githubLoop(options: { onProgress?: (progress: LoopProgress
     forge,
     store: new LedgerStore(storage.eventStore),
     secret: randomBytes(32),
-    workspace: mirrorWorkspace({ directory: join(root, 'workspaces'), remoteUrl: remote }),
+    workspace: forge.workspace,
     reviewer: panelReviewer({ dataDir: join(root, 'reviews') }),
     repair: options.repair === true ? builtinRepair : null,
     signals: new ChangeSignals(),
@@ -120,7 +127,12 @@ export async function githubLoop(options: { onProgress?: (progress: LoopProgress
   const jobs = new ChangeJobs(env);
   const router = new AutomergeRouter(jobs);
   const repository = fixture('issue_comment', 'created.payload.json').repository as Record<string, unknown>;
-  const repoPayload = { ...repository, name: model.repo, full_name: `${model.owner}/${model.repo}`, owner: { ...(repository.owner as object), login: model.owner } };
+  const repoPayload = {
+    ...repository,
+    name: model.repo,
+    full_name: `${model.owner}/${model.repo}`,
+    owner: { ...(repository.owner as object), login: model.owner },
+  };
 
   async function send(signed: SignedDelivery): Promise<RouteResult | null> {
     // A fresh delivery ledger per send: these tests exercise the router's own redelivery handling (test/forge/github/webhooks.test.ts covers the ledger).
@@ -145,7 +157,14 @@ export async function githubLoop(options: { onProgress?: (progress: LoopProgress
       ...base,
       action,
       issue,
-      comment: { ...(base.comment as object), id: created.id, body: text, user: { login: author, id: 7, type: 'User' }, created_at: created.createdAt, updated_at: created.updatedAt },
+      comment: {
+        ...(base.comment as object),
+        id: created.id,
+        body: text,
+        user: { login: author, id: 7, type: 'User' },
+        created_at: created.createdAt,
+        updated_at: created.updatedAt,
+      },
     });
     return {
       commentId: created.id,
@@ -183,7 +202,11 @@ export async function githubLoop(options: { onProgress?: (progress: LoopProgress
           model.addCheckRun({ sha, name: 'ci' });
           seen.push(sha);
           const base = fixture('pull_request', 'synchronize.payload.json');
-          const pull = { ...(base.pull_request as object), number: pr, head: { ...((base.pull_request as Record<string, unknown>).head as object), sha, ref: branch } };
+          const pull = {
+            ...(base.pull_request as object),
+            number: pr,
+            head: { ...((base.pull_request as Record<string, unknown>).head as object), sha, ref: branch },
+          };
           await deliver('pull_request', { ...base, action: 'synchronize', number: pr, after: sha, pull_request: pull });
         })()
           .catch((error: unknown) => progress.push({ changeId: String(pr), at: new Date().toISOString(), text: `harness: ${String(error)}` }))
@@ -224,7 +247,15 @@ export async function githubLoop(options: { onProgress?: (progress: LoopProgress
         conclusion,
         started_at: run.startedAt,
         completed_at: run.completedAt,
-        pull_requests: [{ number: pr, id: pr, url: `${server.url}/pulls/${pr}`, head: { sha: run.headSha, ref: 'x', repo: { id: repository.id } }, base: { sha: 'x', ref: 'main', repo: { id: repository.id } } }],
+        pull_requests: [
+          {
+            number: pr,
+            id: pr,
+            url: `${server.url}/pulls/${pr}`,
+            head: { sha: run.headSha, ref: 'x', repo: { id: repository.id } },
+            base: { sha: 'x', ref: 'main', repo: { id: repository.id } },
+          },
+        ],
       };
       await deliver('check_run', { ...base, action: 'completed', check_run: checkRun });
     },

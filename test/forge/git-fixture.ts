@@ -61,7 +61,14 @@ function data(content: string | Buffer): Buffer {
  * branch there only if nobody moved it meanwhile. One `git fast-import`
  * process writes blobs, tree, commit and ref; returns the new commit's sha.
  */
-export function plumbingCommit(dir: string, identity: CommitIdentity, branch: string, files: Record<string, string | null>, message = 'change', from?: string): string {
+export function plumbingCommit(
+  dir: string,
+  identity: CommitIdentity,
+  branch: string,
+  files: Record<string, string | null>,
+  message = 'change',
+  from?: string,
+): string {
   const old = resolveCommit(dir, `refs/heads/${branch}`);
   const parent = old ?? (from === undefined ? null : resolveCommit(dir, from));
   if (from !== undefined && old === null && parent === null) throw new Error(`plumbingCommit: ${from} is not a commit`);

@@ -32,8 +32,6 @@ function yamlChecks(checks: Array<{ name: string; run: string; timeoutSeconds?: 
   return `${lines.join('\n')}\n`;
 }
 
-
-
 /**
  * A `cacheDir` for the trusted config: the one host folder a jailed check shares with the test (bound writable at
  * its own path; searchable by the jail's uid). A check waits on a file the test writes there.
@@ -63,7 +61,9 @@ describe('local forge: checks run', () => {
     const progress: string[] = [];
     const events: ForgeEvent[] = [];
     forge.onEvent((event) => events.push(event));
-    const run = await forge.runChecks(change.id, { onProgress: (entry: CheckProgress) => progress.push(entry.phase === 'completed' ? `done ${entry.result.name}` : `${entry.phase} ${entry.name}`) });
+    const run = await forge.runChecks(change.id, {
+      onProgress: (entry: CheckProgress) => progress.push(entry.phase === 'completed' ? `done ${entry.result.name}` : `${entry.phase} ${entry.name}`),
+    });
     expect(progress).toEqual(['queued exact-head', 'queued fails', 'started exact-head', 'done exact-head', 'started fails', 'done fails']);
     expect(run.headSha).toBe(change.head.sha);
     expect(run.results.map((result) => [result.name, result.conclusion, result.exitCode, result.sandbox])).toEqual([
@@ -86,7 +86,12 @@ describe('local forge: checks run', () => {
       ['exact-head', 'success', [change.id], change.head.sha],
       ['fails', 'failure', [change.id], change.head.sha],
     ]);
-    expect(repo.git(['worktree', 'list', '--porcelain']).split('\n').filter((line) => line.startsWith('worktree '))).toHaveLength(1);
+    expect(
+      repo
+        .git(['worktree', 'list', '--porcelain'])
+        .split('\n')
+        .filter((line) => line.startsWith('worktree ')),
+    ).toHaveLength(1);
   });
 
   it('kills a check that runs past its timeout, with everything it started', async () => {
@@ -100,7 +105,12 @@ describe('local forge: checks run', () => {
     expect(results[0]).toMatchObject({ name: 'slow', conclusion: 'timed_out' });
     expect(await outputOf(forge, results[0]?.outputUrl ?? null)).toContain('started');
     expect(runningWith(`sleep\0${marker}`)).toEqual([]);
-    expect(repo.git(['worktree', 'list', '--porcelain']).split('\n').filter((line) => line.startsWith('worktree '))).toHaveLength(1);
+    expect(
+      repo
+        .git(['worktree', 'list', '--porcelain'])
+        .split('\n')
+        .filter((line) => line.startsWith('worktree ')),
+    ).toHaveLength(1);
   });
 
   it('an aborted signal kills the running check and completes it and the checks not started as cancelled', async () => {
@@ -108,7 +118,12 @@ describe('local forge: checks run', () => {
     scratch.push(marks);
     const marker = `30.${process.pid}${Date.now() % 100000}1`;
     const run = `sleep ${marker} & echo started; wait`;
-    fixture = await localFixture(yamlChecks([{ name: 'slow', run }, { name: 'later', run: `touch ${marks}/later-ran` }]));
+    fixture = await localFixture(
+      yamlChecks([
+        { name: 'slow', run },
+        { name: 'later', run: `touch ${marks}/later-ran` },
+      ]),
+    );
     const { forge, repo } = fixture;
     const change = await forge.openChange({ head: 'feature', base: 'main' });
     const abort = new AbortController();
@@ -132,11 +147,19 @@ describe('local forge: checks run', () => {
       ['slow', 'completed', 'cancelled'],
       ['later', 'completed', 'cancelled'],
     ]);
-    expect(repo.git(['worktree', 'list', '--porcelain']).split('\n').filter((line) => line.startsWith('worktree '))).toHaveLength(1);
+    expect(
+      repo
+        .git(['worktree', 'list', '--porcelain'])
+        .split('\n')
+        .filter((line) => line.startsWith('worktree ')),
+    ).toHaveLength(1);
   });
 
   it('keeps the tail of an output over the cap, says the first bytes were dropped, and marks it truncated', async () => {
-    fixture = await localFixture(yamlChecks([{ name: 'noisy', run: 'echo first line; yes proofgate | head -c 100000; echo the failure explains itself here' }]), { outputCapBytes: 1000 });
+    fixture = await localFixture(
+      yamlChecks([{ name: 'noisy', run: 'echo first line; yes proofgate | head -c 100000; echo the failure explains itself here' }]),
+      { outputCapBytes: 1000 },
+    );
     const { forge } = fixture;
     const change = await forge.openChange({ head: 'feature', base: 'main' });
     const { results } = await forge.runChecks(change.id);
@@ -164,7 +187,9 @@ describe('local forge: checks run', () => {
 
   it('a cut inside a multi-byte character starts the kept tail at the next whole character', async () => {
     // 1000 two-byte characters and one ASCII byte: the last 1000 bytes begin with the second byte of an 'é'.
-    fixture = await localFixture(yamlChecks([{ name: 'accents', run: `node -e "process.stdout.write('\\u00e9'.repeat(1000) + 'x')"` }]), { outputCapBytes: 1000 });
+    fixture = await localFixture(yamlChecks([{ name: 'accents', run: `node -e "process.stdout.write('\\u00e9'.repeat(1000) + 'x')"` }]), {
+      outputCapBytes: 1000,
+    });
     const { forge } = fixture;
     const change = await forge.openChange({ head: 'feature', base: 'main' });
     const { results } = await forge.runChecks(change.id);
@@ -217,7 +242,12 @@ describe('local forge: checks run', () => {
     const cache = sharedCacheDir();
     const release = join(cache, 'release');
     const first = `while [ ! -e ${release} ]; do sleep 0.05; done`;
-    fixture = await localFixture(`${yamlChecks([{ name: 'first', run: first }, { name: 'second', run: 'true' }])}cacheDir: ${cache}\n`);
+    fixture = await localFixture(
+      `${yamlChecks([
+        { name: 'first', run: first },
+        { name: 'second', run: 'true' },
+      ])}cacheDir: ${cache}\n`,
+    );
     const { forge } = fixture;
     const change = await forge.openChange({ head: 'feature', base: 'main' });
     const abort = new AbortController();
@@ -235,7 +265,10 @@ describe('local forge: checks run', () => {
       },
     });
     expect(await during).toBe('first:in_progress,second:queued');
-    expect(results.map((result) => [result.name, result.conclusion])).toEqual([['first', 'success'], ['second', 'success']]);
+    expect(results.map((result) => [result.name, result.conclusion])).toEqual([
+      ['first', 'success'],
+      ['second', 'success'],
+    ]);
     await forge.runChecks(change.id);
     const snapshot = await forge.snapshot(change.id);
     expect(snapshot.checks.map((check) => `${check.name}:${check.status}`)).toEqual(['first:completed', 'second:completed']);
@@ -261,7 +294,7 @@ describe('local forge: checks run', () => {
     expect(texts[1]).toBe('[proofgate] output withheld: it contained a configured secret\n');
   });
 
-  it('refuses a cacheDir inside the repository\'s .git or the data dir, before recording anything', async () => {
+  it("refuses a cacheDir inside the repository's .git or the data dir, before recording anything", async () => {
     fixture = await localFixture(yamlChecks([{ name: 'ok', run: 'true' }]));
     const { forge, repo, dataDir } = fixture;
     const opened = await forge.openChange({ head: 'feature', base: 'main' });
@@ -282,7 +315,7 @@ describe('local forge: checks run', () => {
     expect(results[0]).toMatchObject({ name: 'plain', conclusion: 'success', sandbox: 'none' });
   });
 
-  it('runs checks with an allow-listed environment: tokens in proofgate\'s environment do not reach them', async () => {
+  it("runs checks with an allow-listed environment: tokens in proofgate's environment do not reach them", async () => {
     const config = yamlChecks([{ name: 'env', run: 'env | sort' }]);
     fixture = await localFixture(config);
     const { forge } = fixture;
@@ -299,8 +332,10 @@ describe('local forge: checks run', () => {
       expect(text).not.toContain('aws-secret-in-parent-env');
       expect(text).not.toMatch(/^(GITHUB_TOKEN|AWS_SECRET_ACCESS_KEY)=/m);
     } finally {
-      if (saved.token === undefined) delete process.env.GITHUB_TOKEN; else process.env.GITHUB_TOKEN = saved.token;
-      if (saved.aws === undefined) delete process.env.AWS_SECRET_ACCESS_KEY; else process.env.AWS_SECRET_ACCESS_KEY = saved.aws;
+      if (saved.token === undefined) delete process.env.GITHUB_TOKEN;
+      else process.env.GITHUB_TOKEN = saved.token;
+      if (saved.aws === undefined) delete process.env.AWS_SECRET_ACCESS_KEY;
+      else process.env.AWS_SECRET_ACCESS_KEY = saved.aws;
     }
   });
 });

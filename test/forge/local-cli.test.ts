@@ -57,7 +57,10 @@ describe('proofgate change / checks (local forge CLI)', () => {
     expect(show.status).toBe(0);
     const snapshot = JSON.parse(show.stdout);
     expect(snapshot).toMatchObject({ id: '1', state: 'open', mergeable: 'MERGEABLE', mergeStateStatus: 'BLOCKED', head: { sha: repo.headSha } });
-    expect(snapshot.checks.map((check: { name: string; conclusion: string }) => `${check.name}:${check.conclusion}`)).toEqual(['greet:success', 'broken:failure']);
+    expect(snapshot.checks.map((check: { name: string; conclusion: string }) => `${check.name}:${check.conclusion}`)).toEqual([
+      'greet:success',
+      'broken:failure',
+    ]);
     expect(snapshot.comments).toHaveLength(1);
 
     const human = runCli(['change', 'show', '1', '--repo', repo.dir]);
@@ -68,7 +71,16 @@ describe('proofgate change / checks (local forge CLI)', () => {
   it('checks log prints the stored output of the newest run of a check on the current head', () => {
     // Each run is jailed on a fresh export, so a run tells itself apart by a random number.
     const counter = 'echo "run $(od -An -N8 -tu8 /dev/urandom | tr -d \' \')"';
-    const config = ['checks:', '  - name: greet', '    run: echo "hello from $PROOFGATE_HEAD_SHA"', '  - name: silent', '    run: "exit 4"', '  - name: count', `    run: ${JSON.stringify(counter)}`, ''];
+    const config = [
+      'checks:',
+      '  - name: greet',
+      '    run: echo "hello from $PROOFGATE_HEAD_SHA"',
+      '  - name: silent',
+      '    run: "exit 4"',
+      '  - name: count',
+      `    run: ${JSON.stringify(counter)}`,
+      '',
+    ];
     const repo = repoWithChange(config.join('\n'));
     expect(runCli(['change', 'open', '--head', 'feature', '--repo', repo.dir]).status).toBe(0);
     const before = runCli(['checks', 'log', '1', 'greet', '--repo', repo.dir]);
@@ -81,7 +93,14 @@ describe('proofgate change / checks (local forge CLI)', () => {
     expect(log.stdout).toBe(`hello from ${repo.headSha}\n`);
     expect(log.stderr).toBe('');
     const json = runCli(['checks', 'log', '1', 'greet', '--repo', repo.dir, '--json']);
-    expect(JSON.parse(json.stdout)).toMatchObject({ changeId: '1', headSha: repo.headSha, name: 'greet', status: 'completed', conclusion: 'success', output: `hello from ${repo.headSha}\n` });
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      changeId: '1',
+      headSha: repo.headSha,
+      name: 'greet',
+      status: 'completed',
+      conclusion: 'success',
+      output: `hello from ${repo.headSha}\n`,
+    });
     expect(JSON.parse(json.stdout).outputUrl).toMatch(/^artifact:\/\/[^/]+\/[^/]+\/sha256:[0-9a-f]{64}$/);
     // The newest run on the head wins.
     const first = runCli(['checks', 'log', '1', 'count', '--repo', repo.dir]).stdout.trim();

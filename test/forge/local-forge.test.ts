@@ -31,12 +31,21 @@ describe('local forge: opening changes', () => {
 
   it('refuses a missing branch, unrelated histories and a head with nothing new', async () => {
     const { forge, repo } = await setup();
-    expect(await rejectionOf(forge.openChange({ head: 'nope', base: 'main' }))).toMatchObject({ code: 'NOT_FOUND', message: expect.stringContaining('no branch "nope"') });
+    expect(await rejectionOf(forge.openChange({ head: 'nope', base: 'main' }))).toMatchObject({
+      code: 'NOT_FOUND',
+      message: expect.stringContaining('no branch "nope"'),
+    });
     expect(await rejectionOf(forge.openChange({ head: 'feature', base: 'nope' }))).toMatchObject({ code: 'NOT_FOUND' });
     repo.commit('orphan', { 'x.txt': 'x\n' }, 'orphan root');
-    expect(await rejectionOf(forge.openChange({ head: 'orphan', base: 'main' }))).toMatchObject({ code: 'INVALID_INPUT', message: expect.stringContaining('share no history') });
+    expect(await rejectionOf(forge.openChange({ head: 'orphan', base: 'main' }))).toMatchObject({
+      code: 'INVALID_INPUT',
+      message: expect.stringContaining('share no history'),
+    });
     repo.git(['branch', 'same', 'main']);
-    expect(await rejectionOf(forge.openChange({ head: 'same', base: 'main' }))).toMatchObject({ code: 'INVALID_INPUT', message: expect.stringContaining('no commits') });
+    expect(await rejectionOf(forge.openChange({ head: 'same', base: 'main' }))).toMatchObject({
+      code: 'INVALID_INPUT',
+      message: expect.stringContaining('no commits'),
+    });
     expect(await forge.listChanges()).toEqual([]);
   });
 

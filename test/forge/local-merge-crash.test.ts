@@ -64,7 +64,11 @@ describe('local forge: a crash after the base moved and before the merge is reco
     const f = (fixture = await localFixture());
     const change = await f.forge.openChange({ head: 'feature', base: 'main' });
     // Another commit on main that merely quotes the trailer in its message does not count.
-    f.repo.commit('main', { 'other.txt': 'x\n' }, `unrelated\n\nProofgate-Change: ${change.id}\nProofgate-Reviewed-Head: ${change.head.sha}\nProofgate-Base: ${'0'.repeat(40)}`);
+    f.repo.commit(
+      'main',
+      { 'other.txt': 'x\n' },
+      `unrelated\n\nProofgate-Change: ${change.id}\nProofgate-Reviewed-Head: ${change.head.sha}\nProofgate-Base: ${'0'.repeat(40)}`,
+    );
     const snapshot = await f.forge.snapshot(change.id);
     expect(snapshot.state).toBe('open');
     const merged = await f.forge.merge(change.id, { expectedHeadSha: change.head.sha, title: 'merge', message: '' });

@@ -110,7 +110,10 @@ describe('local forge: merge while another process commits to the base', () => {
     const history = repo.git(['rev-list', 'refs/heads/main']).split('\n');
     for (const sha of [...merged, ...foreign]) expect(history).toContain(sha);
     // Exactly one commit per change names it, and each merge commit's parent was the base it was built on.
-    const trailers = repo.git(['log', '--format=%(trailers:key=Proofgate-Change,valueonly)', 'refs/heads/main']).split('\n').filter((line) => line !== '');
+    const trailers = repo
+      .git(['log', '--format=%(trailers:key=Proofgate-Change,valueonly)', 'refs/heads/main'])
+      .split('\n')
+      .filter((line) => line !== '');
     expect(trailers.sort()).toEqual(changes.map((change) => change.id).sort());
     for (const change of changes) {
       const snapshot = await forge.snapshot(change.id);

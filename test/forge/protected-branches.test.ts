@@ -60,7 +60,17 @@ async function registerUnchecked(forge: LocalForge, repo: TempRepo, head: string
   await forge.store.append(changeStream(changeId), [
     {
       type: 'change-opened',
-      data: { changeId, number, title: 'opened before the rule', baseRef: base, headRef: head, baseSha: repo.sha(base), headSha: repo.sha(head), author: 'mallory', at: new Date(0).toISOString() },
+      data: {
+        changeId,
+        number,
+        title: 'opened before the rule',
+        baseRef: base,
+        headRef: head,
+        baseSha: repo.sha(base),
+        headSha: repo.sha(head),
+        author: 'mallory',
+        at: new Date(0).toISOString(),
+      },
     },
   ]);
   return changeId;

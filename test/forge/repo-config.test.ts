@@ -1,6 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { isProofgateError } from '../../src/core/index.js';
-import { maintainerPermission, parseRepoConfigYaml } from '../../src/contracts/repo-config.js';
+import {
+  emptyRepoConfig,
+  formatSchemaIssues,
+  loadRepoConfigAt,
+  maintainerPermission,
+  parseRepoConfigYaml,
+  repoConfigSchema,
+  type ReadFileAtRef,
+} from '../../src/contracts/repo-config.js';
 
 const SOURCE = 'main:.proofgate.yml';
 
@@ -20,7 +28,10 @@ describe('.proofgate.yml schema', () => {
   });
 
   it('reads the jail policy and refuses a bad one', () => {
-    const config = parseRepoConfigYaml('sandbox: none\ncacheDir: /var/cache/ci\nlimits: { processes: 64 }\nchecks:\n  - { name: net, run: "true", network: true, git: true }\n', SOURCE);
+    const config = parseRepoConfigYaml(
+      'sandbox: none\ncacheDir: /var/cache/ci\nlimits: { processes: 64 }\nchecks:\n  - { name: net, run: "true", network: true, git: true }\n',
+      SOURCE,
+    );
     expect(config).toMatchObject({ sandbox: 'none', cacheDir: '/var/cache/ci', limits: { processes: 64 }, checks: [{ network: true, git: true }] });
     expect(() => parseRepoConfigYaml('sandbox: off\n', SOURCE)).toThrow(/sandbox/);
     expect(() => parseRepoConfigYaml('cacheDir: cache\n', SOURCE)).toThrow(/cacheDir: must be an absolute path/);
@@ -92,5 +103,64 @@ describe('.proofgate.yml schema', () => {
     expect(message.startsWith(`${SOURCE}: `)).toBe(true);
     expect(message).toContain(expected);
     expect(message).not.toContain('\n');
+  });
+});
+
+describe('formatSchemaIssues: the one formatter of configuration errors', () => {
+  it('names every bad key path on one line, and counts what it does not spell out', () => {
+    const parsed = repoConfigSchema.safeParse({
+      requireUpToDate: 'yes',
+      sandbox: 'off',
+      chekcs: [],
+      review: { lanes: [{ id: 'a', builtin: 'rules' }], transportRetries: 11 },
+    });
+    expect(parsed.success).toBe(false);
+    const text = parsed.success ? '' : formatSchemaIssues(parsed.error.issues);
+    expect(text).toContain('unknown key chekcs');
+    expect(text).toContain('requireUpToDate: expected boolean');
+    expect(text).toContain('review.transportRetries: expected an integer from 0 to 10');
+    expect(text.split('; ')).toHaveLength(4);
+    const many = repoConfigSchema.safeParse({ checks: Array.from({ length: 7 }, () => ({ name: 'x' })) });
+    expect(many.success ? '' : formatSchemaIssues(many.error.issues)).toMatch(/^checks\[0\]\.run: is required; .* \(and \d+ more\)$/);
+  });
+
+  it('quotes a key that is not a plain word, so a key with a newline stays on one line', () => {
+    const message = configError('"bad\\nkey": 1\n');
+    expect(message).toBe(`${SOURCE}: unknown key ["bad\\nkey"]`);
+  });
+});
+
+describe('loadRepoConfigAt: the one trusted-config loader', () => {
+  function reader(files: Record<string, string>): { read: ReadFileAtRef; asked: string[] } {
+    const asked: string[] = [];
+    return {
+      asked,
+      read: (ref, path) => {
+        asked.push(`${ref}:${path}`);
+        const text = files[`${ref}:${path}`];
+        return Promise.resolve(text === undefined ? null : new TextEncoder().encode(text));
+      },
+    };
+  }
+
+  it('reads .proofgate.yml at the given ref only, and names it by its label', async () => {
+    const { read, asked } = reader({ 'abc123:.proofgate.yml': 'requireUpToDate: true\n', 'head:.proofgate.yml': 'checks: []\n' });
+    const loaded = await loadRepoConfigAt(read, 'abc123', 'main');
+    expect(loaded.source).toBe('main:.proofgate.yml');
+    expect(loaded.config.requireUpToDate).toBe(true);
+    expect(asked).toEqual(['abc123:.proofgate.yml']);
+  });
+
+  it('gives the empty configuration (source null) when the ref has no file', async () => {
+    const loaded = await loadRepoConfigAt(reader({}).read, 'refs/heads/main');
+    expect(loaded).toEqual({ config: emptyRepoConfig(), source: null });
+  });
+
+  it('refuses a malformed file with one CONFIG error naming the label and the key path', async () => {
+    const { read } = reader({ 'abc123:.proofgate.yml': 'review:\n  transportRetries: -1\n  lanes: [{ id: a, builtin: rules }]\n' });
+    await expect(loadRepoConfigAt(read, 'abc123', 'main@abc123')).rejects.toMatchObject({
+      code: 'CONFIG',
+      message: 'main@abc123:.proofgate.yml: review.transportRetries: expected an integer from 0 to 10',
+    });
   });
 });

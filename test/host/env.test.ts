@@ -17,8 +17,18 @@ describe('allowListedEnv', () => {
   it.each([
     ['portable names only', PORTABLE_ENV, {}, { PATH: '/usr/bin:/bin', LANG: 'C.UTF-8' }],
     ['the toolchain list', TOOLCHAIN_ENV, {}, { PATH: '/usr/bin:/bin', LANG: 'C.UTF-8', HOME: '/home/dev', CI: 'true' }],
-    ['extras on top', PORTABLE_ENV, { LANG: 'en_US.UTF-8', PROOFGATE_CHECK_NAME: 'lint' }, { PATH: '/usr/bin:/bin', LANG: 'en_US.UTF-8', PROOFGATE_CHECK_NAME: 'lint' }],
-    ['credential-looking names even when listed', ['PATH', 'GITHUB_TOKEN', 'AWS_SECRET_ACCESS_KEY', 'OPENAI_API_KEY', 'SSH_AUTH_SOCK'], {}, { PATH: '/usr/bin:/bin' }],
+    [
+      'extras on top',
+      PORTABLE_ENV,
+      { LANG: 'en_US.UTF-8', PROOFGATE_CHECK_NAME: 'lint' },
+      { PATH: '/usr/bin:/bin', LANG: 'en_US.UTF-8', PROOFGATE_CHECK_NAME: 'lint' },
+    ],
+    [
+      'credential-looking names even when listed',
+      ['PATH', 'GITHUB_TOKEN', 'AWS_SECRET_ACCESS_KEY', 'OPENAI_API_KEY', 'SSH_AUTH_SOCK'],
+      {},
+      { PATH: '/usr/bin:/bin' },
+    ],
   ])('copies %s', (_name, names, extra, expected) => {
     expect(allowListedEnv(parent, names, extra)).toEqual(expected);
   });

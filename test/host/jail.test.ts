@@ -40,7 +40,10 @@ async function jobDir(): Promise<string> {
   return dir;
 }
 
-async function jailed(script: string, extra: Partial<UntrustedRequest> = {}): Promise<{ code: number | null; out: string; dir: string; timedOut: boolean; sandbox: string }> {
+async function jailed(
+  script: string,
+  extra: Partial<UntrustedRequest> = {},
+): Promise<{ code: number | null; out: string; dir: string; timedOut: boolean; sandbox: string }> {
   const dir = extra.jobDir ?? (await jobDir());
   const result = await runUntrusted({
     argv: ['sh', '-c', script],
@@ -79,7 +82,9 @@ describe.skipIf(skip !== null)('the jail: who runs inside', () => {
   });
 
   it('shows no secret of proofgate environment in any /proc environ (pid 1, the parent, self)', async () => {
-    const { out } = await jailed('for f in /proc/1/environ /proc/$PPID/environ /proc/self/environ /proc/[0-9]*/environ; do echo "== $f"; tr "\\0" "\\n" < $f; done; ls /proc | grep -c "^[0-9]"');
+    const { out } = await jailed(
+      'for f in /proc/1/environ /proc/$PPID/environ /proc/self/environ /proc/[0-9]*/environ; do echo "== $f"; tr "\\0" "\\n" < $f; done; ls /proc | grep -c "^[0-9]"',
+    );
     expect(out).toContain('== /proc/1/environ');
     expect(out).not.toContain(FAKE_AWS_SECRET);
     expect(out).not.toContain('AWS_SECRET_ACCESS_KEY');
@@ -142,7 +147,9 @@ describe.skipIf(skip !== null)('the jail: files', () => {
     expect(out).toContain('WROTE-TMP');
     expect(out).toContain('WROTE-JOB');
     expect(existsSync(outside)).toBe(false);
-    expect(existsSync('/var/tmp/pwned') || existsSync('/usr/pwned') || existsSync('/etc/pwned') || existsSync('/pwned') || existsSync('/tmp/private')).toBe(false);
+    expect(existsSync('/var/tmp/pwned') || existsSync('/usr/pwned') || existsSync('/etc/pwned') || existsSync('/pwned') || existsSync('/tmp/private')).toBe(
+      false,
+    );
     expect(readFileSync(join(dir, 'mine'), 'utf8')).toBe('x\n');
   });
 
@@ -229,7 +236,10 @@ describe.skipIf(skip !== null)('the jail: network', () => {
   });
 
   it('with network: true, reaches out through slirp4netns but never the host loopback', async () => {
-    const { out } = await jailed(`ip -4 addr show tap0 2>/dev/null | grep -o "inet [0-9.]*" || cat /proc/net/dev | grep -o tap0; ${probe('127.0.0.1', port)}; ${probe('10.0.2.2', port)}; ${probe('10.0.2.2', 5432)}`, { network: true });
+    const { out } = await jailed(
+      `ip -4 addr show tap0 2>/dev/null | grep -o "inet [0-9.]*" || cat /proc/net/dev | grep -o tap0; ${probe('127.0.0.1', port)}; ${probe('10.0.2.2', port)}; ${probe('10.0.2.2', 5432)}`,
+      { network: true },
+    );
     expect(out).toMatch(/tap0|inet 10\.0\.2\./);
     expect(out).not.toContain('HELLO-FROM-HOST');
     expect(connections).toBe(0);
@@ -262,7 +272,15 @@ describe.skipIf(skip !== null)('exportCommit', () => {
 describe.skipIf(skip !== null)('sandbox: none', () => {
   it('runs plainly with only the given environment and says so', async () => {
     const dir = await jobDir();
-    const result = await runUntrusted({ argv: ['sh', '-c', 'echo "$AWS_SECRET_ACCESS_KEY|$HOME"'], sandbox: 'none', jobDir: dir, cwd: dir, env: { PATH: '/usr/bin:/bin', HOME: dir }, timeoutMs: 10_000, output: { maxBytes: 4096 } });
+    const result = await runUntrusted({
+      argv: ['sh', '-c', 'echo "$AWS_SECRET_ACCESS_KEY|$HOME"'],
+      sandbox: 'none',
+      jobDir: dir,
+      cwd: dir,
+      env: { PATH: '/usr/bin:/bin', HOME: dir },
+      timeoutMs: 10_000,
+      output: { maxBytes: 4096 },
+    });
     expect(result.sandbox).toBe('none');
     expect(result.output.toString('utf8')).toBe(`|${dir}\n`);
   });

@@ -27,7 +27,6 @@ function alive(pid: number): boolean {
   }
 }
 
-
 /** The kernel reaps a killed process soon, but not synchronously: poll, with a bound far below the sleepers' 300 s. */
 const eventuallyDead = (pid: number): Promise<boolean> => eventually(() => !alive(pid));
 
@@ -84,7 +83,8 @@ describe('runProcess: ending', () => {
   });
 
   it('settles after the drain time when a process that left the group holds the pipes open', async () => {
-    const script = "const c = require('node:child_process').spawn('sleep', ['300'], { detached: true, stdio: ['ignore', 'inherit', 'inherit'] }); c.unref(); console.log(c.pid);";
+    const script =
+      "const c = require('node:child_process').spawn('sleep', ['300'], { detached: true, stdio: ['ignore', 'inherit', 'inherit'] }); c.unref(); console.log(c.pid);";
     const result = await runProcess(request(script, { drainMs: 200 }));
     const escaped = Number(result.output.toString('utf8').trim());
     try {
@@ -153,7 +153,9 @@ describe('runProcess: output', () => {
   });
 
   it('a cap set to kill stops an endless writer at once', async () => {
-    const result = await runProcess(request("const s = 'x'.repeat(4096); for (;;) process.stdout.write(s);", { output: { maxBytes: 10_000, onOverflow: 'kill' } }));
+    const result = await runProcess(
+      request("const s = 'x'.repeat(4096); for (;;) process.stdout.write(s);", { output: { maxBytes: 10_000, onOverflow: 'kill' } }),
+    );
     expect(result).toMatchObject({ overflowed: true, timedOut: false, signal: 'SIGKILL', truncated: true });
     expect(result.output.length).toBe(10_000);
   });

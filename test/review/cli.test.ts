@@ -108,7 +108,19 @@ describe('proofgate review (built CLI)', () => {
     // ...until the exact bytes the request binds by digest are put back.
     const request = JSON.parse(readFileSync(lane.request_file, 'utf8')) as { diff: { path: string } };
     const mergeBase = execFileSync('git', ['-C', repo.dir, 'merge-base', 'main', 'tested'], { encoding: 'utf8' }).trim();
-    const diffArgs = ['diff', '--no-color', '--no-ext-diff', '--no-textconv', '--binary', '--full-index', '--no-renames', '--src-prefix=a/', '--dst-prefix=b/', mergeBase, 'tested'];
+    const diffArgs = [
+      'diff',
+      '--no-color',
+      '--no-ext-diff',
+      '--no-textconv',
+      '--binary',
+      '--full-index',
+      '--no-renames',
+      '--src-prefix=a/',
+      '--dst-prefix=b/',
+      mergeBase,
+      'tested',
+    ];
     writeFileSync(request.diff.path, execFileSync('git', ['-C', repo.dir, ...diffArgs]));
     const ok = runCli(['review', 'validate-result', lane.result_file, '--request', lane.request_file]);
     expect(ok.stdout).toBe('valid\n');

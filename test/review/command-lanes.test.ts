@@ -188,7 +188,14 @@ describe('command reviewer lanes', () => {
     for (const value of Object.values(SECRETS)) expect(text).not.toContain(value);
     const env = JSON.parse(/env=(.*)/.exec(text)?.[1] ?? '{}') as Record<string, string>;
     expect(Object.keys(env)).toEqual(expect.arrayContaining(['HOME', 'PATH', 'PROOFGATE_EVIDENCE_DIR', 'PROOFGATE_REVIEW_REQUEST', 'PROOFGATE_HEAD_DIR']));
-    for (const key of Object.keys(env)) expect(['PATH', 'PWD', 'LANG', 'LC_ALL', 'LC_CTYPE', 'TZ', 'HOME', 'TMPDIR'].includes(key) || key.startsWith('PROOFGATE_REVIEW') || key.startsWith('PROOFGATE_EVIDENCE') || key === 'PROOFGATE_LANE_ID' || key === 'PROOFGATE_HEAD_DIR').toBe(true);
+    for (const key of Object.keys(env))
+      expect(
+        ['PATH', 'PWD', 'LANG', 'LC_ALL', 'LC_CTYPE', 'TZ', 'HOME', 'TMPDIR'].includes(key) ||
+          key.startsWith('PROOFGATE_REVIEW') ||
+          key.startsWith('PROOFGATE_EVIDENCE') ||
+          key === 'PROOFGATE_LANE_ID' ||
+          key === 'PROOFGATE_HEAD_DIR',
+      ).toBe(true);
     expect(env.HOME).not.toBe(process.env.HOME);
     expect(text).toContain(`request-file-nonce=${outcome.lanes[0]?.request.nonce ?? 'none'}`);
     const cwd = /cwd=(.*)/.exec(text)?.[1] ?? '';
@@ -197,7 +204,7 @@ describe('command reviewer lanes', () => {
     expect(repo.state()).toBe(stateBefore);
   });
 
-  it('attack: a head that edits the reviewer to say CONFIRMED still gets the base reviewer\'s verdict', async () => {
+  it("attack: a head that edits the reviewer to say CONFIRMED still gets the base reviewer's verdict", async () => {
     const outcome = await reviewWith([{ id: 'critic', args: ['refute'] }], { head: 'forger' });
     expect(outcome.verdict).toBe('REFUTED');
     expect(outcome.lanes[0]?.result?.findings[0]?.title).toBe('add is wrong');
@@ -213,12 +220,18 @@ describe('command reviewer lanes', () => {
     for (const name of ['GITHUB_TOKEN', 'AWS_SECRET_ACCESS_KEY', 'PROOFGATE_GITHUB_APP_PRIVATE_KEY', 'PROOFGATE_DATA_DIR']) expect(env[name]).toBeUndefined();
   });
 
-  it.each([['GITHUB_TOKEN'], ['GH_TOKEN'], ['PROOFGATE_WEBHOOK_SECRET'], ['GIT_ASKPASS'], ['PATH']])('a lane naming %s in env is a CONFIG error, and nothing runs', async (name) => {
-    const error = await reviewWith([{ id: 'greedy', args: ['ok'], env: [name] }]).then(() => null, (caught: unknown) => caught);
-    expect(isProofgateError(error, 'CONFIG')).toBe(true);
-    expect((error as Error).message).toContain(`review.lanes[0].env[0]: ${name} cannot be passed to a lane`);
-    expect(repo.state()).toBe(stateBefore);
-  });
+  it.each([['GITHUB_TOKEN'], ['GH_TOKEN'], ['PROOFGATE_WEBHOOK_SECRET'], ['GIT_ASKPASS'], ['PATH']])(
+    'a lane naming %s in env is a CONFIG error, and nothing runs',
+    async (name) => {
+      const error = await reviewWith([{ id: 'greedy', args: ['ok'], env: [name] }]).then(
+        () => null,
+        (caught: unknown) => caught,
+      );
+      expect(isProofgateError(error, 'CONFIG')).toBe(true);
+      expect((error as Error).message).toContain(`review.lanes[0].env[0]: ${name} cannot be passed to a lane`);
+      expect(repo.state()).toBe(stateBefore);
+    },
+  );
 
   it('a REFUTED lane refutes the review with its findings', async () => {
     const outcome = await reviewWith([{ id: 'critic', args: ['refute'] }]);
@@ -287,9 +300,21 @@ describe('command reviewer lanes', () => {
   });
 
   it('multi-model needs two families: two command lanes of distinct families confirm', async () => {
-    const one = await reviewWith([{ id: 'a', args: ['ok'], family: 'x' }, { id: 'b', args: ['ok'], family: 'x' }], { mode: 'multi-model' });
+    const one = await reviewWith(
+      [
+        { id: 'a', args: ['ok'], family: 'x' },
+        { id: 'b', args: ['ok'], family: 'x' },
+      ],
+      { mode: 'multi-model' },
+    );
     expect(one.verdict).toBe('HOLD');
-    const two = await reviewWith([{ id: 'a', args: ['ok'], family: 'x' }, { id: 'b', args: ['ok'], family: 'y' }], { mode: 'multi-model' });
+    const two = await reviewWith(
+      [
+        { id: 'a', args: ['ok'], family: 'x' },
+        { id: 'b', args: ['ok'], family: 'y' },
+      ],
+      { mode: 'multi-model' },
+    );
     expect(two.verdict).toBe('CONFIRMED');
     expect(repo.state()).toBe(stateBefore);
   });
@@ -307,7 +332,7 @@ describe('command reviewer lanes in the jail', () => {
     await new Promise<void>((resolve) => server.close(() => resolve()));
   });
 
-  it('attack: cannot read proofgate\'s environment or data dir, the real repository, or reach the host network', async (test) => {
+  it("attack: cannot read proofgate's environment or data dir, the real repository, or reach the host network", async (test) => {
     if (skipJail !== null) test.skip(skipJail);
     const dataDir = join(repo.dir, '.git', 'proofgate');
     mkdirSync(dataDir, { recursive: true });

@@ -15,7 +15,12 @@ describe('published JSON Schemas', () => {
       expect(committed, `schemas/${name}.json`).toBe(`${JSON.stringify(schema, null, 2)}\n`);
     }
     const files = readdirSync(schemasDir).filter((file) => file.startsWith('review'));
-    expect(files.sort()).toEqual(Object.keys(generated).filter((name) => name.startsWith('review')).map((name) => `${name}.json`).sort());
+    expect(files.sort()).toEqual(
+      Object.keys(generated)
+        .filter((name) => name.startsWith('review'))
+        .map((name) => `${name}.json`)
+        .sort(),
+    );
   });
 });
 
@@ -55,7 +60,9 @@ describe('review-lane-result.v1', () => {
   it('is either a disposition or a transport failure, never both', () => {
     expect(reviewLaneResultSchema.safeParse({ ...base, evidence_path: '/e', disposition: 'CONFIRMED' }).success).toBe(true);
     expect(reviewLaneResultSchema.safeParse({ ...base, failure: { class: 'transport', reason: 'timeout' } }).success).toBe(true);
-    expect(reviewLaneResultSchema.safeParse({ ...base, evidence_path: '/e', disposition: 'CONFIRMED', failure: { class: 'transport', reason: 'x' } }).success).toBe(false);
+    expect(
+      reviewLaneResultSchema.safeParse({ ...base, evidence_path: '/e', disposition: 'CONFIRMED', failure: { class: 'transport', reason: 'x' } }).success,
+    ).toBe(false);
     expect(reviewLaneResultSchema.safeParse({ ...base, evidence_path: '/e' }).success).toBe(false);
     expect(reviewLaneResultSchema.safeParse({ ...base, failure: { class: 'semantic', reason: 'x' } }).success).toBe(false);
   });

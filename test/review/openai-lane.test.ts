@@ -57,7 +57,10 @@ afterAll(async () => {
 
 async function review(timeoutSeconds = 10): Promise<ReviewOutcome> {
   const config = join(scratch.dir, `c-${Math.random().toString(16).slice(2)}.yml`);
-  writeFileSync(config, `review:\n  lanes:\n    - id: model\n      openai: { baseUrl: "${baseUrl}", model: test-model, apiKeyEnv: TEST_REVIEW_KEY }\n      timeoutSeconds: ${timeoutSeconds}\n`);
+  writeFileSync(
+    config,
+    `review:\n  lanes:\n    - id: model\n      openai: { baseUrl: "${baseUrl}", model: test-model, apiKeyEnv: TEST_REVIEW_KEY }\n      timeoutSeconds: ${timeoutSeconds}\n`,
+  );
   return runReview({ repoDir: repo.dir, base: 'main', head: 'feature', configFile: config, env: { TEST_REVIEW_KEY: API_KEY } });
 }
 
@@ -69,7 +72,9 @@ function failureOf(outcome: ReviewOutcome): string {
 describe('openai-compatible lane', () => {
   it('sends request, contract and diff with the key, and reads a strict verdict block', async () => {
     nextReply = () =>
-      reply('The change turns addition into subtraction.\n```proofgate-verdict\n{"disposition":"REFUTED","findings":[{"title":"add subtracts","evidence":"a - b","path":"src/calc.ts","line":1}]}\n```\n');
+      reply(
+        'The change turns addition into subtraction.\n```proofgate-verdict\n{"disposition":"REFUTED","findings":[{"title":"add subtracts","evidence":"a - b","path":"src/calc.ts","line":1}]}\n```\n',
+      );
     const outcome = await review();
     expect(outcome.verdict).toBe('REFUTED');
     expect(outcome.lanes[0]?.validation).toEqual({ valid: true });
@@ -123,7 +128,11 @@ describe('parseVerdictBlock', () => {
   it.each([
     ['no block', 'LGTM', 'missing verdict marker'],
     ['other fence label', '```json\n{"disposition":"CONFIRMED","findings":[]}\n```', 'missing verdict marker'],
-    ['two blocks', '```proofgate-verdict\n{"disposition":"CONFIRMED","findings":[]}\n```\n```proofgate-verdict\n{"disposition":"CONFIRMED","findings":[]}\n```', 'more than one verdict block'],
+    [
+      'two blocks',
+      '```proofgate-verdict\n{"disposition":"CONFIRMED","findings":[]}\n```\n```proofgate-verdict\n{"disposition":"CONFIRMED","findings":[]}\n```',
+      'more than one verdict block',
+    ],
     ['not JSON', '```proofgate-verdict\nCONFIRMED\n```', 'malformed verdict block: not JSON'],
     ['extra key', '```proofgate-verdict\n{"disposition":"CONFIRMED","findings":[],"score":9}\n```', 'malformed verdict block'],
   ])('%s', (_name, content, reason) => {

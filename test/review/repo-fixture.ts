@@ -47,7 +47,10 @@ export function makeRepo(): TestRepo {
       rmSync(dir, { recursive: true, force: true });
     },
   };
-  repo.commit({ 'src/calc.ts': 'export const add = (a: number, b: number) => a + b;\n', 'test/calc.test.ts': 'add works\n', 'README.md': '# demo\n' }, 'initial');
+  repo.commit(
+    { 'src/calc.ts': 'export const add = (a: number, b: number) => a + b;\n', 'test/calc.test.ts': 'add works\n', 'README.md': '# demo\n' },
+    'initial',
+  );
   return repo;
 }
 

@@ -62,7 +62,10 @@ function freshRepo(): TestRepo {
 function configFor(args: string[]): string {
   const path = join(script.dir, `config-${Math.random().toString(16).slice(2)}.yml`);
   // Unjailed (`sandbox: none`): what the repository fingerprint detects when no jail contains the reviewer.
-  writeFileSync(path, `sandbox: none\nreview:\n  mode: fresh-context\n  lanes:\n    - id: probe\n      command: ${JSON.stringify([process.execPath, script.path, ...args])}\n`);
+  writeFileSync(
+    path,
+    `sandbox: none\nreview:\n  mode: fresh-context\n  lanes:\n    - id: probe\n      command: ${JSON.stringify([process.execPath, script.path, ...args])}\n`,
+  );
   return path;
 }
 

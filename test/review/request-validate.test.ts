@@ -123,7 +123,11 @@ describe('validateLaneResult', () => {
     { name: 'unknown field', code: 'MALFORMED', mutate: (_q, r) => ({ ...r, extra: 1 }) },
     { name: 'both disposition and failure', code: 'AMBIGUOUS_OUTCOME', mutate: (_q, r) => ({ ...r, failure: { class: 'transport', reason: 'x' } }) },
     { name: 'neither disposition nor failure', code: 'MISSING_OUTCOME', mutate: (_q, r) => ({ ...r, disposition: undefined }) },
-    { name: 'transport failure without a reason', code: 'FAILURE_WITHOUT_REASON', mutate: (_q, r) => ({ ...r, disposition: undefined, failure: { class: 'transport', reason: ' ' } }) },
+    {
+      name: 'transport failure without a reason',
+      code: 'FAILURE_WITHOUT_REASON',
+      mutate: (_q, r) => ({ ...r, disposition: undefined, failure: { class: 'transport', reason: ' ' } }),
+    },
     { name: 'wrong nonce', code: 'NONCE_MISMATCH', mutate: (_q, r) => ({ ...r, nonce: 'f'.repeat(32) }) },
     { name: "author's context", code: 'SELF_REVIEW', mutate: (q, r) => ({ ...r, context_id: q.author.context_id }) },
     { name: 'no read-only attestation', code: 'NOT_READ_ONLY', mutate: (_q, r) => ({ ...r, read_only: false }) },

@@ -8,7 +8,7 @@ import { existsSync, lstatSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { matchesAny, parseUnifiedDiff, reviewDiffByRules, runReview } from '../../src/review/index.js';
+import { changedFilesOf, judgeChangeByRules, matchesAny, parseNumstatZ, parseRawZ, runReview, type RulesFile } from '../../src/review/index.js';
 import { makeRepo, sh, type TestRepo } from './repo-fixture.js';
 
 const AWS_ID = ['AKIA', 'Z7Q3MXK2P9WLR4TB'].join('');
@@ -35,16 +35,24 @@ describe('review globs (picomatch)', () => {
   });
 });
 
-describe('diff parsing for the rules lane', () => {
+describe('file facts for the rules lane', () => {
+  const z = (...fields: string[]) => Buffer.from(fields.map((field) => `${field}\0`).join(''));
+
   it('keeps the head blob id of each file and marks binary files', () => {
     const oid = 'a'.repeat(40);
-    const text = [
-      'diff --git a/logo.bin b/logo.bin', 'new file mode 100644', `index ${'0'.repeat(40)}..${oid}`, 'GIT binary patch', 'literal 5', 'zcmZQzWMO1v', '',
-      'diff --git a/gone.txt b/gone.txt', 'deleted file mode 100644', `index ${oid}..${'0'.repeat(40)}`, '--- a/gone.txt', '+++ /dev/null', '@@ -1 +0,0 @@', '-bye',
-      'diff --git "a/secret/\\nx" "b/secret/\\nx"', `index ${'b'.repeat(40)}..${'c'.repeat(40)} 100644`, '--- "a/secret/\\nx"', '+++ "b/secret/\\nx"', '@@ -1 +1 @@', '-a', '+b',
-    ].join('\n');
-    const files = parseUnifiedDiff(text);
-    expect(files.map((file) => [file.newPath, file.binary, file.newBlob])).toEqual([
+    const zero = '0'.repeat(40);
+    const raw = parseRawZ(
+      z(
+        `:000000 100644 ${zero} ${oid} A`,
+        'logo.bin',
+        `:100644 000000 ${oid} ${zero} D`,
+        'gone.txt',
+        `:100644 100644 ${'b'.repeat(40)} ${'c'.repeat(40)} M`,
+        'secret/\nx',
+      ),
+    );
+    const numstat = parseNumstatZ(z('-\t-\tlogo.bin', '0\t1\tgone.txt', '1\t1\tsecret/\nx'));
+    expect(changedFilesOf(raw, numstat).map((file) => [file.newPath, file.binary, file.newBlob])).toEqual([
       ['logo.bin', true, oid],
       [null, false, null],
       ['secret/\nx', false, 'c'.repeat(40)],
@@ -52,11 +60,12 @@ describe('diff parsing for the rules lane', () => {
   });
 
   it('refutes a binary file whose bytes it was not given (what was not scanned is not passed)', () => {
-    const diff = Buffer.from(['diff --git a/a.bin b/a.bin', `index ${'0'.repeat(40)}..${'d'.repeat(40)}`, 'Binary files /dev/null and b/a.bin differ', ''].join('\n'));
-    expect(reviewDiffByRules(diff).findings.map((finding) => finding.title)).toEqual(['binary file could not be scanned for secrets']);
-    const tooBig = reviewDiffByRules(diff, { maxDiffBytes: 10_000 }, new Map([['d'.repeat(40), { size: 20_000, bytes: null }]]));
+    const file: RulesFile = { oldPath: null, newPath: 'a.bin', newMode: '100644', newBlob: 'd'.repeat(40), binary: true, added: [] };
+    const change = { diffSize: 200, files: [file] };
+    expect(judgeChangeByRules(change).findings.map((finding) => finding.title)).toEqual(['binary file could not be scanned for secrets']);
+    const tooBig = judgeChangeByRules(change, { maxDiffBytes: 10_000 }, new Map([['d'.repeat(40), { size: 20_000, bytes: null }]]));
     expect(tooBig.findings.map((finding) => finding.title)).toEqual(['binary file too large to scan for secrets']);
-    const clean = reviewDiffByRules(diff, {}, new Map([['d'.repeat(40), { size: 3, bytes: Buffer.from([0, 1, 2]) }]]));
+    const clean = judgeChangeByRules(change, {}, new Map([['d'.repeat(40), { size: 3, bytes: Buffer.from([0, 1, 2]) }]]));
     expect(clean.findings).toEqual([]);
   });
 });
@@ -67,7 +76,10 @@ describe('rules lane bypasses, performed on a real repository', () => {
   let base: string;
   beforeAll(() => {
     repo = makeRepo();
-    base = repo.commit({ '.proofgate.yml': 'review:\n  lanes:\n    - { id: rules, builtin: rules }\n  rules: { forbiddenPaths: ["secret/**"] }\n' }, 'trusted rules');
+    base = repo.commit(
+      { '.proofgate.yml': 'review:\n  lanes:\n    - { id: rules, builtin: rules }\n  rules: { forbiddenPaths: ["secret/**"] }\n' },
+      'trusted rules',
+    );
     data = mkdtempSync(join(tmpdir(), 'pg-rules-lane-'));
   });
   afterAll(() => {
@@ -90,8 +102,16 @@ describe('rules lane bypasses, performed on a real repository', () => {
     ['newline-path', { 'secret/\nx': 'hidden\n' }, 'change touches a forbidden path'],
     ['dot-file', { 'secret/.env': 'hidden\n' }, 'change touches a forbidden path'],
     ['dot-dir', { 'secret/.git-crypt/keys': 'hidden\n' }, 'change touches a forbidden path'],
-    ['binary-ascii', { 'assets/logo.bin': Buffer.concat([Buffer.from([0, 1, 2, 0, 255]), Buffer.from(` ${AWS_ID} `), Buffer.from([0, 0])]) }, 'binary file holds a AWS access key id'],
-    ['binary-utf16', { 'assets/strings.dat': Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(`key=${STRIPE}`, 'utf16le')]) }, 'binary file holds a Stripe secret or restricted key'],
+    [
+      'binary-ascii',
+      { 'assets/logo.bin': Buffer.concat([Buffer.from([0, 1, 2, 0, 255]), Buffer.from(` ${AWS_ID} `), Buffer.from([0, 0])]) },
+      'binary file holds a AWS access key id',
+    ],
+    [
+      'binary-utf16',
+      { 'assets/strings.dat': Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(`key=${STRIPE}`, 'utf16le')]) },
+      'binary file holds a Stripe secret or restricted key',
+    ],
     // The repository's own attributes (here .git/info/attributes, as a maintainer's `*.cfg -diff` would be) hide the lines from the diff.
     ['binary-by-attributes', { 'app.cfg': `aws_secret_access_key = ${AWS_SECRET}\n` }, 'binary file holds a AWS secret access key'],
     ['glued-aws-id', { 'config.env': `AWS_KEY_${AWS_ID}\n` }, 'added line looks like a AWS access key id'],

@@ -30,7 +30,20 @@ describe('proofgate runs (built CLI)', () => {
     const storage = createLocalRunStorage({ directory: data, namespace: 'default', policy: defaultStoragePolicy });
     const graph = dag([required('a'), required('b')], [{ from: 'a', to: 'b' }]);
     await startRun(storage, 'cli-run', graph);
-    await (await createGraphExecutor({ runId: 'cli-run', graph, storage, nodes: { a: node(() => 1), b: node(() => { throw new Error('bad b'); }) }, engines: [] })).run();
+    await (
+      await createGraphExecutor({
+        runId: 'cli-run',
+        graph,
+        storage,
+        nodes: {
+          a: node(() => 1),
+          b: node(() => {
+            throw new Error('bad b');
+          }),
+        },
+        engines: [],
+      })
+    ).run();
     await storage.close();
   });
 
@@ -49,7 +62,14 @@ describe('proofgate runs (built CLI)', () => {
     expect(human.stdout).toMatch(/attempt-failed\s+dag\/b\/1 error: bad b/);
     const json = JSON.parse(runCli(['runs', 'show', 'cli-run', '--json', '--data', data]).stdout) as { type: string }[];
     expect(json.map((event) => event.type)).toEqual([
-      'run-started', 'dispatch-decided', 'attempt-started', 'attempt-completed', 'dispatch-decided', 'attempt-started', 'attempt-failed', 'run-failed',
+      'run-started',
+      'dispatch-decided',
+      'attempt-started',
+      'attempt-completed',
+      'dispatch-decided',
+      'attempt-started',
+      'attempt-failed',
+      'run-failed',
     ]);
   });
 
@@ -68,7 +88,7 @@ describe('proofgate runs (built CLI)', () => {
 describe('proofgate runs inspects without writing', () => {
   const customPolicy: StoragePolicy = { ...defaultStoragePolicy, maxEventPayloadBytes: 200_000, maxArtifactBytes: 2048 };
 
-  it('reads a namespace made with another storage policy, and leaves the file\'s bytes as they were', async () => {
+  it("reads a namespace made with another storage policy, and leaves the file's bytes as they were", async () => {
     const directory = tempDir();
     const storage = createLocalRunStorage({ directory, namespace: 'custom', policy: customPolicy });
     await startRun(storage, 'custom-run', dag([required('a')], []));
@@ -106,14 +126,21 @@ describe('proofgate runs inspects without writing', () => {
     const damaged = tempDir();
     const storage = createLocalRunStorage({ directory: damaged, namespace: 'default', policy: defaultStoragePolicy });
     for (let batch = 0; batch < 20; batch += 1) {
-      await storage.eventStore.append('run/filler', batch * 50, Array.from({ length: 50 }, (_, i) => ({ id: `f-${batch}-${i}`, type: 't', data: 'x'.repeat(200) })));
+      await storage.eventStore.append(
+        'run/filler',
+        batch * 50,
+        Array.from({ length: 50 }, (_, i) => ({ id: `f-${batch}-${i}`, type: 't', data: 'x'.repeat(200) })),
+      );
     }
     await storage.close();
     const bytes = readFileSync(join(damaged, DATABASE_FILE));
     const third = Math.floor(bytes.length / 3);
     writeFileSync(join(damaged, DATABASE_FILE), bytes.fill(0xa5, third, third * 2));
     for (const directory of [garbage, damaged]) {
-      for (const args of [['runs', 'list'], ['runs', 'show', 'filler']]) {
+      for (const args of [
+        ['runs', 'list'],
+        ['runs', 'show', 'filler'],
+      ]) {
         const result = runCli([...args, '--data', directory]);
         expect(result.status).toBe(1);
         oneLine(result.stderr, `${join(directory, DATABASE_FILE)} is not a readable SQLite database`);
@@ -128,10 +155,17 @@ describe('proofgate runs with a stream it cannot read', () => {
     const directory = tempDir();
     const storage = createLocalRunStorage({ directory, namespace: 'default', policy: defaultStoragePolicy });
     const graph = dag([required('a')], []);
-    const start = (runId: string, timestamp: string) => persistRunDefinition(storage, {
-      runId, eventId: `${runId}-started`, timestamp, graphDefinition: graph.definition, resolvedPlan: planFor(graph),
-      resolvedInputs: {}, workspaceBinding: null, hostBinding: null,
-    });
+    const start = (runId: string, timestamp: string) =>
+      persistRunDefinition(storage, {
+        runId,
+        eventId: `${runId}-started`,
+        timestamp,
+        graphDefinition: graph.definition,
+        resolvedPlan: planFor(graph),
+        resolvedInputs: {},
+        workspaceBinding: null,
+        hostBinding: null,
+      });
     await start('b-early', '2026-01-01T00:00:00.000Z');
     await start('a-late', '2026-03-01T00:00:00.000Z');
     await start('c-middle', '2026-02-01T00:00:00.000Z');
@@ -142,7 +176,10 @@ describe('proofgate runs with a stream it cannot read', () => {
     expect(json.status).toBe(0);
     const runs = JSON.parse(json.stdout) as { runId: string; status: string; reason?: string }[];
     expect(runs.map((run) => [run.runId, run.status])).toEqual([
-      ['b-early', 'started'], ['c-middle', 'started'], ['a-late', 'started'], ['foreign', 'unreadable'],
+      ['b-early', 'started'],
+      ['c-middle', 'started'],
+      ['a-late', 'started'],
+      ['foreign', 'unreadable'],
     ]);
     expect(runs[3]?.reason).toBe('run event e1 has unknown type t');
     const human = runCli(['runs', 'list', '--data', directory]);

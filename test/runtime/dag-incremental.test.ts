@@ -1,8 +1,17 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
-  classifyDag, compileGraph, dagGraphType, dagNodeState,
-  type CompiledGraph, type DagGraphData, type DagNodeData, type DagNodeKind, type DagState, type GraphCommand, type GraphEvent,
+  classifyDag,
+  compileGraph,
+  dagGraphType,
+  dagNodeState,
+  type CompiledGraph,
+  type DagGraphData,
+  type DagNodeData,
+  type DagNodeKind,
+  type DagState,
+  type GraphCommand,
+  type GraphEvent,
 } from '../../src/runtime/index.js';
 
 type Graph = CompiledGraph<DagGraphData, DagNodeData, DagState>;
@@ -39,35 +48,45 @@ function describeCommands(commands: readonly GraphCommand[]): { dispatches: stri
 
 const KINDS: readonly DagNodeKind[] = ['required', 'required', 'optional', 'finalizer'];
 
-const graphs = fc.record({
-  size: fc.oneof(fc.integer({ min: 1, max: 8 }), fc.integer({ min: 9, max: 31 }), fc.integer({ min: 32, max: 80 })),
-  kinds: fc.array(fc.nat(KINDS.length - 1), { minLength: 80, maxLength: 80 }),
-  keys: fc.array(fc.constantFrom(null, 'gpu', 'net'), { minLength: 80, maxLength: 80 }),
-  edges: fc.array(fc.tuple(fc.nat(79), fc.nat(79)), { maxLength: 120 }),
-  globalConcurrency: fc.integer({ min: 1, max: 6 }),
-  gpu: fc.integer({ min: 1, max: 2 }),
-  stopOnError: fc.boolean(),
-  retryCapPerNode: fc.integer({ min: 0, max: 2 }),
-}).map((spec): Graph => {
-  const nodes = Array.from({ length: spec.size }, (_, i) => ({
-    id: `n${i}`, data: { kind: KINDS[spec.kinds[i] ?? 0] ?? 'required', key: spec.keys[i] ?? null },
-  }));
-  const seen = new Set<string>();
-  const edges = spec.edges.flatMap(([x, y]) => {
-    const from = Math.min(x, y) % spec.size;
-    const to = Math.max(x, y) % spec.size;
-    const fromKind = nodes[from]?.data.kind;
-    const toKind = nodes[to]?.data.kind;
-    if (from >= to || seen.has(`${from}-${to}`) || (fromKind === 'finalizer' && toKind !== 'finalizer')) return [];
-    seen.add(`${from}-${to}`);
-    return [{ from: `n${from}`, to: `n${to}` }];
+const graphs = fc
+  .record({
+    size: fc.oneof(fc.integer({ min: 1, max: 8 }), fc.integer({ min: 9, max: 31 }), fc.integer({ min: 32, max: 80 })),
+    kinds: fc.array(fc.nat(KINDS.length - 1), { minLength: 80, maxLength: 80 }),
+    keys: fc.array(fc.constantFrom(null, 'gpu', 'net'), { minLength: 80, maxLength: 80 }),
+    edges: fc.array(fc.tuple(fc.nat(79), fc.nat(79)), { maxLength: 120 }),
+    globalConcurrency: fc.integer({ min: 1, max: 6 }),
+    gpu: fc.integer({ min: 1, max: 2 }),
+    stopOnError: fc.boolean(),
+    retryCapPerNode: fc.integer({ min: 0, max: 2 }),
+  })
+  .map((spec): Graph => {
+    const nodes = Array.from({ length: spec.size }, (_, i) => ({
+      id: `n${i}`,
+      data: { kind: KINDS[spec.kinds[i] ?? 0] ?? 'required', key: spec.keys[i] ?? null },
+    }));
+    const seen = new Set<string>();
+    const edges = spec.edges.flatMap(([x, y]) => {
+      const from = Math.min(x, y) % spec.size;
+      const to = Math.max(x, y) % spec.size;
+      const fromKind = nodes[from]?.data.kind;
+      const toKind = nodes[to]?.data.kind;
+      if (from >= to || seen.has(`${from}-${to}`) || (fromKind === 'finalizer' && toKind !== 'finalizer')) return [];
+      seen.add(`${from}-${to}`);
+      return [{ from: `n${from}`, to: `n${to}` }];
+    });
+    return compileGraph(dagGraphType, {
+      id: 'incremental',
+      definitionVersion: 1,
+      data: {
+        globalConcurrency: spec.globalConcurrency,
+        keyedConcurrency: { gpu: spec.gpu, net: 1 },
+        stopOnError: spec.stopOnError,
+        retryCapPerNode: spec.retryCapPerNode,
+      },
+      nodes,
+      edges,
+    });
   });
-  return compileGraph(dagGraphType, {
-    id: 'incremental', definitionVersion: 1,
-    data: { globalConcurrency: spec.globalConcurrency, keyedConcurrency: { gpu: spec.gpu, net: 1 }, stopOnError: spec.stopOnError, retryCapPerNode: spec.retryCapPerNode },
-    nodes, edges,
-  });
-});
 
 /** One recorded fact the reducer accepts in `state`: mostly what decide asks for, sometimes any legal event. */
 function nextEvent(graph: Graph, state: DagState, choice: number, pick: number): GraphEvent | null {
@@ -121,7 +140,8 @@ describe('dag state kept incrementally', () => {
 
   it('folds from a shared state along two branches without one branch seeing the other', () => {
     const graph = compileGraph(dagGraphType, {
-      id: 'branches', definitionVersion: 1,
+      id: 'branches',
+      definitionVersion: 1,
       data: { globalConcurrency: 2, keyedConcurrency: {}, stopOnError: false, retryCapPerNode: 0 },
       nodes: Array.from({ length: 40 }, (_, i) => ({ id: `n${i}`, data: { kind: 'required' as const, key: null } })),
       edges: [{ from: 'n0', to: 'n39' }],

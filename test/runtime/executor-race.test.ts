@@ -28,9 +28,12 @@ function countingConflicts(storage: RunStorage, counter: { conflicts: number }):
 
 function graphEventOf(event: RunEvent): GraphEvent | null {
   switch (event.type) {
-    case 'dispatch-decided': return { kind: 'dispatched', position: event.data.position, nodeId: event.data.nodeId };
-    case 'attempt-completed': return { kind: 'completed', position: event.data.position, nodeId: event.data.nodeId, result: event.data.result as ReadonlyJsonValue };
-    default: return null;
+    case 'dispatch-decided':
+      return { kind: 'dispatched', position: event.data.position, nodeId: event.data.nodeId };
+    case 'attempt-completed':
+      return { kind: 'completed', position: event.data.position, nodeId: event.data.nodeId, result: event.data.result as ReadonlyJsonValue };
+    default:
+      return null;
   }
 }
 
@@ -41,7 +44,11 @@ describeEachStore('graph executor state after lost races', (newStore) => {
     const [one, two] = [countingConflicts(await store.open(), counter), countingConflicts(await store.open(), counter)];
     const ids = Array.from({ length: 70 }, (_, i) => `n${i}`);
     const edges = ids.slice(10).map((id, i) => ({ from: `n${i}`, to: id }));
-    const graph = dag(ids.map((id) => required(id)), edges, { globalConcurrency: 4 });
+    const graph = dag(
+      ids.map((id) => required(id)),
+      edges,
+      { globalConcurrency: 4 },
+    );
     await startRun(one, 'race', graph);
     const wrongInputs: string[] = [];
     const work = node(async ({ input }) => {

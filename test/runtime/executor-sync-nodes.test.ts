@@ -11,12 +11,18 @@ describeEachStore('graph executor, synchronous and literal results', (newStore) 
     const storage = await newStore().open();
     const values: Record<string, ReadonlyJsonValue> = { nul: null, yes: true, no: false, num: 7, txt: 'plain', obj: { k: [1, null] } };
     const ids = Object.keys(values).flatMap((id) => [`${id}-sync`, `${id}-async`]);
-    const graph = dag(ids.map((id) => required(id)), [], { stopOnError: false });
+    const graph = dag(
+      ids.map((id) => required(id)),
+      [],
+      { stopOnError: false },
+    );
     await startRun(storage, 'sync-1', graph);
-    const nodes = Object.fromEntries(ids.map((id) => {
-      const value = values[id.replace(/-(a)?sync$/, '')] ?? null;
-      return [id, node(id.endsWith('-async') ? async () => value : () => value, { policy: policy({ timeoutMs: 1 }) })];
-    }));
+    const nodes = Object.fromEntries(
+      ids.map((id) => {
+        const value = values[id.replace(/-(a)?sync$/, '')] ?? null;
+        return [id, node(id.endsWith('-async') ? async () => value : () => value, { policy: policy({ timeoutMs: 1 }) })];
+      }),
+    );
     const executor = await createGraphExecutor({ runId: 'sync-1', graph, storage, nodes, engines: [] });
     expect((await executor.run()).kind).toBe('complete');
     const completed = (await readRunEvents(storage.eventStore, 'sync-1')).flatMap((event) => (event.type === 'attempt-completed' ? [event.data] : []));
@@ -35,15 +41,16 @@ describeEachStore('graph executor, synchronous and literal results', (newStore) 
     const graph = dag([required('throws'), required('hangs')], [], { stopOnError: false });
     await startRun(storage, 'sync-2', graph);
     const nodes = {
-      throws: node(() => { throw new Error('sync boom'); }),
+      throws: node(() => {
+        throw new Error('sync boom');
+      }),
       hangs: node(() => new Promise(() => undefined), { policy: policy({ timeoutMs: 20, teardownGraceMs: 5 }) }),
     };
     const executor = await createGraphExecutor({ runId: 'sync-2', graph, storage, nodes, engines: [] });
     expect((await executor.run()).kind).toBe('failed');
-    const failures = (await readRunEvents(storage.eventStore, 'sync-2')).flatMap((event) => (event.type === 'attempt-failed' ? [`${event.data.nodeId} ${event.data.failureClass} ${event.data.reason}`] : []));
-    expect(failures.sort()).toEqual([
-      'hangs timeout attempt exceeded timeoutMs 20 (still running after teardownGraceMs 5)',
-      'throws error sync boom',
-    ]);
+    const failures = (await readRunEvents(storage.eventStore, 'sync-2')).flatMap((event) =>
+      event.type === 'attempt-failed' ? [`${event.data.nodeId} ${event.data.failureClass} ${event.data.reason}`] : [],
+    );
+    expect(failures.sort()).toEqual(['hangs timeout attempt exceeded timeoutMs 20 (still running after teardownGraceMs 5)', 'throws error sync boom']);
   });
 });

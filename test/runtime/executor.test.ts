@@ -27,7 +27,13 @@ function countingReads(storage: RunStorage): { storage: RunStorage; reads(): num
     readAll: (options) => inner.readAll(options),
   };
   return {
-    storage: { record: storage.record, eventStore, artifactStore: storage.artifactStore, prepareJson: (value, where) => storage.prepareJson(value, where), close: () => storage.close() },
+    storage: {
+      record: storage.record,
+      eventStore,
+      artifactStore: storage.artifactStore,
+      prepareJson: (value, where) => storage.prepareJson(value, where),
+      close: () => storage.close(),
+    },
     reads: () => reads,
     readsAtLeast: (n) => (n <= reads ? Promise.resolve() : new Promise((resolve) => waiting.push({ n, resolve }))),
   };
@@ -53,9 +59,15 @@ describeEachStore('graph executor', (newStore) => {
     const types = (await readRunEvents(storage.eventStore, 'r1')).map((event) => event.type);
     expect(types).toEqual([
       'run-started',
-      'dispatch-decided', 'attempt-started', 'attempt-completed',
-      'dispatch-decided', 'attempt-started', 'attempt-completed',
-      'dispatch-decided', 'attempt-started', 'attempt-completed',
+      'dispatch-decided',
+      'attempt-started',
+      'attempt-completed',
+      'dispatch-decided',
+      'attempt-started',
+      'attempt-completed',
+      'dispatch-decided',
+      'attempt-started',
+      'attempt-completed',
       'run-completed',
     ]);
     const again = await createGraphExecutor({ runId: 'r1', graph, storage, nodes, engines: [] });
@@ -70,10 +82,15 @@ describeEachStore('graph executor', (newStore) => {
     let flakyCalls = 0;
     let slowAborted = false;
     const nodes: Record<string, GraphNode> = {
-      slow: node(({ signal }) => {
-        signal.addEventListener('abort', () => { slowAborted = true; });
-        return never();
-      }, { policy: policy({ timeoutMs: 40, teardownGraceMs: 20 }) }),
+      slow: node(
+        ({ signal }) => {
+          signal.addEventListener('abort', () => {
+            slowAborted = true;
+          });
+          return never();
+        },
+        { policy: policy({ timeoutMs: 40, teardownGraceMs: 20 }) },
+      ),
       big: node(() => 'x'.repeat(200), { policy: policy({ outputBytes: 100 }) }),
       fat: node(() => 'ok', { prompt: 'y'.repeat(500), policy: policy({ inputBytes: 200 }) }),
       flaky: node(() => {
@@ -89,8 +106,13 @@ describeEachStore('graph executor', (newStore) => {
     const events = await readRunEvents(storage.eventStore, 'r2');
     const failures = events.flatMap((event) => (event.type === 'attempt-failed' ? [`${event.data.position} ${event.data.failureClass}`] : []));
     expect(failures.sort()).toEqual([
-      'dag/big/1 output-too-large', 'dag/big/2 output-too-large', 'dag/fat/1 input-too-large', 'dag/fat/2 input-too-large',
-      'dag/flaky/1 error', 'dag/slow/1 timeout', 'dag/slow/2 timeout',
+      'dag/big/1 output-too-large',
+      'dag/big/2 output-too-large',
+      'dag/fat/1 input-too-large',
+      'dag/fat/2 input-too-large',
+      'dag/flaky/1 error',
+      'dag/slow/1 timeout',
+      'dag/slow/2 timeout',
     ]);
     expect(events.some((event) => event.type === 'attempt-completed' && event.data.position === 'dag/flaky/2')).toBe(true);
   });
@@ -100,11 +122,14 @@ describeEachStore('graph executor', (newStore) => {
     const graph = dag([required('a')]);
     await startRun(storage, 'r3', graph);
     const controller = new AbortController();
-    const hanging = node(({ signal }) => new Promise((resolve) => {
-      signal.addEventListener('abort', () => resolve('stopped'));
-      // The attempt is running: abort the run now.
-      controller.abort();
-    }));
+    const hanging = node(
+      ({ signal }) =>
+        new Promise((resolve) => {
+          signal.addEventListener('abort', () => resolve('stopped'));
+          // The attempt is running: abort the run now.
+          controller.abort();
+        }),
+    );
     const first = await createGraphExecutor({ runId: 'r3', graph, storage, nodes: { a: hanging }, engines: [] });
     expect(await first.run(controller.signal)).toEqual({ kind: 'paused', reason: 'aborted', requests: [] });
     const second = await createGraphExecutor({ runId: 'r3', graph, storage, nodes: { a: node(() => 'done') }, engines: [] });
@@ -116,18 +141,23 @@ describeEachStore('graph executor', (newStore) => {
   it('two executors on one run never dispatch the same position', async () => {
     const store = newStore();
     const [one, two] = [await store.open(), await store.open()];
-    const graph = dag(['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'].map((id) => required(id)), [], { globalConcurrency: 3 });
+    const graph = dag(
+      ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'].map((id) => required(id)),
+      [],
+      { globalConcurrency: 3 },
+    );
     await startRun(one, 'r4', graph);
     const runs: string[] = [];
     // Each attempt stays open until the next one starts (the last one, once every position has started), so every
     // dispatch after the first races a live attempt.
     const held: Array<() => void> = [];
-    const work = (who: string) => node(async ({ input }) => {
-      runs.push(`${input.position}`);
-      for (const release of held.splice(0)) release();
-      if (runs.length < graph.definition.nodes.length) await new Promise<void>((resolve) => held.push(resolve));
-      return who;
-    });
+    const work = (who: string) =>
+      node(async ({ input }) => {
+        runs.push(`${input.position}`);
+        for (const release of held.splice(0)) release();
+        if (runs.length < graph.definition.nodes.length) await new Promise<void>((resolve) => held.push(resolve));
+        return who;
+      });
     const nodesFor = (who: string) => Object.fromEntries(graph.definition.nodes.map((n) => [n.id, work(who)]));
     const a = await createGraphExecutor({ runId: 'r4', graph, storage: one, nodes: nodesFor('one'), engines: [], pollMs: 5 });
     const b = await createGraphExecutor({ runId: 'r4', graph, storage: two, nodes: nodesFor('two'), engines: [], pollMs: 5 });
@@ -149,13 +179,23 @@ describeEachStore('graph executor', (newStore) => {
       const position = `dag/${id}/1`;
       const result = await storage.eventStore.append('run/r5', revision, [
         { id: `crash-d-${id}`, type: 'dispatch-decided', data: { position, nodeId: id, attempt: 1, executorId: 'exec_dead' } },
-        { id: `crash-s-${id}`, type: 'attempt-started', data: { position, nodeId: id, executorId: 'exec_dead', restart: 0, inputDigest: `sha256:${'0'.repeat(64)}`, inputBytes: 2, leaseExpiresAt: crashed } },
+        {
+          id: `crash-s-${id}`,
+          type: 'attempt-started',
+          data: { position, nodeId: id, executorId: 'exec_dead', restart: 0, inputDigest: `sha256:${'0'.repeat(64)}`, inputBytes: 2, leaseExpiresAt: crashed },
+        },
       ]);
       revision = result.revision;
     }
     const restarts: number[] = [];
     const nodes = {
-      safe: node(({ restart }) => { restarts.push(restart); return 'again'; }, { retrySafe: true }),
+      safe: node(
+        ({ restart }) => {
+          restarts.push(restart);
+          return 'again';
+        },
+        { retrySafe: true },
+      ),
       unsafe: node(() => 'must not run'),
     };
     const executor = await createGraphExecutor({ runId: 'r5', graph, storage, nodes, engines: [] });
@@ -177,16 +217,39 @@ describeEachStore('graph executor', (newStore) => {
     await startRun(storage, 'r6', graph);
     await storage.eventStore.append('run/r6', 1, [
       { id: 'live-d', type: 'dispatch-decided', data: { position: 'dag/a/1', nodeId: 'a', attempt: 1, executorId: 'exec_other' } },
-      { id: 'live-s', type: 'attempt-started', data: { position: 'dag/a/1', nodeId: 'a', executorId: 'exec_other', restart: 0, inputDigest: `sha256:${'0'.repeat(64)}`, inputBytes: 2, leaseExpiresAt: new Date(Date.now() + 3_600_000).toISOString() } },
+      {
+        id: 'live-s',
+        type: 'attempt-started',
+        data: {
+          position: 'dag/a/1',
+          nodeId: 'a',
+          executorId: 'exec_other',
+          restart: 0,
+          inputDigest: `sha256:${'0'.repeat(64)}`,
+          inputBytes: 2,
+          leaseExpiresAt: new Date(Date.now() + 3_600_000).toISOString(),
+        },
+      },
     ]);
     const counted = countingReads(storage);
-    const executor = await createGraphExecutor({ runId: 'r6', graph, storage: counted.storage, nodes: { a: node(() => 'mine', { retrySafe: true }) }, engines: [], pollMs: 5 });
+    const executor = await createGraphExecutor({
+      runId: 'r6',
+      graph,
+      storage: counted.storage,
+      nodes: { a: node(() => 'mine', { retrySafe: true }) },
+      engines: [],
+      pollMs: 5,
+    });
     const running = executor.run();
     // The executor has read the run three more times: it saw the live attempt and polled again, without starting its own.
     await counted.readsAtLeast(counted.reads() + 3);
     expect((await readRunEvents(storage.eventStore, 'r6')).filter((event) => event.type === 'attempt-started')).toHaveLength(1);
     await storage.eventStore.append('run/r6', 3, [
-      { id: 'live-c', type: 'attempt-completed', data: { position: 'dag/a/1', nodeId: 'a', result: 'theirs', resultDigest: `sha256:${'1'.repeat(64)}`, outputBytes: 8, resolvedBy: 'executor' } },
+      {
+        id: 'live-c',
+        type: 'attempt-completed',
+        data: { position: 'dag/a/1', nodeId: 'a', result: 'theirs', resultDigest: `sha256:${'1'.repeat(64)}`, outputBytes: 8, resolvedBy: 'executor' },
+      },
     ]);
     expect((await running).kind).toBe('complete');
     const events = await readRunEvents(storage.eventStore, 'r6');
@@ -219,8 +282,9 @@ describeEachStore('graph executor', (newStore) => {
     const graph = dag([required('a')]);
     await startRun(storage, 'r8', graph);
     const other = dag([required('b')]);
-    await expect(createGraphExecutor({ runId: 'r8', graph: other, storage, nodes: { b: node(() => 1) }, engines: [] }))
-      .rejects.toMatchObject({ code: 'INVALID_INPUT' });
+    await expect(createGraphExecutor({ runId: 'r8', graph: other, storage, nodes: { b: node(() => 1) }, engines: [] })).rejects.toMatchObject({
+      code: 'INVALID_INPUT',
+    });
     await expect(createGraphExecutor({ runId: 'r8', graph, storage, nodes: {}, engines: [] })).rejects.toThrow(/no implementation/);
     const outside = node(() => 1, { permissions: [{ name: 'network', scope: null }] });
     await expect(createGraphExecutor({ runId: 'r8', graph, storage, nodes: { a: outside }, engines: [] })).rejects.toThrow(/not admitted/);

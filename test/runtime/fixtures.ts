@@ -1,6 +1,15 @@
 import {
-  compileGraph, dagGraphType, persistRunDefinition, resolveGraphPlan,
-  type CompiledGraph, type DagGraphData, type DagNodeData, type DagState, type GraphNode, type GraphNodeInput, type Permission,
+  compileGraph,
+  dagGraphType,
+  persistRunDefinition,
+  resolveGraphPlan,
+  type CompiledGraph,
+  type DagGraphData,
+  type DagNodeData,
+  type DagState,
+  type GraphNode,
+  type GraphNodeInput,
+  type Permission,
 } from '../../src/runtime/index.js';
 import type { RunStorage } from '../../src/storage/index.js';
 
@@ -55,8 +64,14 @@ export function node(runData: GraphNode['runData'], overrides: Partial<GraphNode
     trustedCaller: {},
     permissions: [],
     policy: {
-      inputBytes: 100_000, outputBytes: 100_000, timeoutMs: 5_000, teardownGraceMs: 50,
-      memoryBytes: 100_000_000, filesChanged: 0, linesChanged: 0, callTokens: null,
+      inputBytes: 100_000,
+      outputBytes: 100_000,
+      timeoutMs: 5_000,
+      teardownGraceMs: 50,
+      memoryBytes: 100_000_000,
+      filesChanged: 0,
+      linesChanged: 0,
+      callTokens: null,
     },
     resultContract: null,
     runData,

@@ -7,7 +7,10 @@ describe('compileGraph', () => {
     const a = dag([required('x'), required('y')]);
     const reordered = compileGraph(dagGraphType, {
       edges: [],
-      nodes: [{ data: { key: null, kind: 'required' }, id: 'x' }, { id: 'y', data: { kind: 'required', key: null } }],
+      nodes: [
+        { data: { key: null, kind: 'required' }, id: 'x' },
+        { id: 'y', data: { kind: 'required', key: null } },
+      ],
       definitionVersion: 1,
       data: { retryCapPerNode: 0, stopOnError: true, keyedConcurrency: {}, globalConcurrency: 4 },
       id: 'test-graph',
@@ -31,16 +34,27 @@ describe('compileGraph', () => {
   it('describes the graph for planning', () => {
     const graph = dag([required('x'), required('y')], [{ from: 'x', to: 'y' }]);
     expect(graph.describe()).toMatchObject({
-      typeId: 'dag', typeVersion: 1, graphId: 'test-graph', definitionDigest: graph.definitionDigest,
-      nodes: [{ id: 'x', dependsOn: [] }, { id: 'y', dependsOn: ['x'] }],
+      typeId: 'dag',
+      typeVersion: 1,
+      graphId: 'test-graph',
+      definitionDigest: graph.definitionDigest,
+      nodes: [
+        { id: 'x', dependsOn: [] },
+        { id: 'y', dependsOn: ['x'] },
+      ],
     });
   });
 
   it('refuses non-JSON definitions', () => {
-    expect(() => compileGraph(dagGraphType, {
-      id: 'g', definitionVersion: 1, data: { globalConcurrency: 1, keyedConcurrency: {}, stopOnError: true, retryCapPerNode: Number.NaN },
-      nodes: [required('x')], edges: [],
-    })).toThrow(expect.objectContaining({ code: 'INVALID_INPUT' }));
+    expect(() =>
+      compileGraph(dagGraphType, {
+        id: 'g',
+        definitionVersion: 1,
+        data: { globalConcurrency: 1, keyedConcurrency: {}, stopOnError: true, retryCapPerNode: Number.NaN },
+        nodes: [required('x')],
+        edges: [],
+      }),
+    ).toThrow(expect.objectContaining({ code: 'INVALID_INPUT' }));
   });
 });
 
@@ -58,12 +72,23 @@ describe('resolveGraphPlan', () => {
   it('refuses an admission for another package, unknown lane nodes and duplicate permissions', () => {
     const graph = dag([required('x')]);
     const other = { ...pkg, version: '2.0.0' };
-    expect(() => resolveGraphPlan(graph.describe(), { package: pkg, admission: { package: other, permissions: [] }, executionLanes: [] }))
-      .toThrow(/admission.package/);
-    expect(() => resolveGraphPlan(graph.describe(), { package: pkg, admission: { package: pkg, permissions: [] }, executionLanes: [{ id: 'l', engineId: 'e', nodeIds: ['nope'] }] }))
-      .toThrow(/unknown node/);
+    expect(() => resolveGraphPlan(graph.describe(), { package: pkg, admission: { package: other, permissions: [] }, executionLanes: [] })).toThrow(
+      /admission.package/,
+    );
+    expect(() =>
+      resolveGraphPlan(graph.describe(), {
+        package: pkg,
+        admission: { package: pkg, permissions: [] },
+        executionLanes: [{ id: 'l', engineId: 'e', nodeIds: ['nope'] }],
+      }),
+    ).toThrow(/unknown node/);
     const p = { name: 'n', scope: { a: 1, b: 2 } };
-    expect(() => resolveGraphPlan(graph.describe(), { package: pkg, admission: { package: pkg, permissions: [p, { name: 'n', scope: { b: 2, a: 1 } }] }, executionLanes: [] }))
-      .toThrow(/repeats/);
+    expect(() =>
+      resolveGraphPlan(graph.describe(), {
+        package: pkg,
+        admission: { package: pkg, permissions: [p, { name: 'n', scope: { b: 2, a: 1 } }] },
+        executionLanes: [],
+      }),
+    ).toThrow(/repeats/);
   });
 });

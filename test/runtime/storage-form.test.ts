@@ -1,8 +1,19 @@
 import { expect, it } from 'vitest';
 import {
-  createAcceptedResultRecord, createApprovalCallbackGate, createGraphExecutor, createStoredCallbackClient, persistRunDefinition,
-  readRunEvents, resolveAcceptedResult, resolveApproval, writeProofArtifact,
-  type AcceptedResultBinding, type ApprovalSubjectInput, type CallbackGateDefinition, type Sha256Digest, type WorkspaceAnchor,
+  createAcceptedResultRecord,
+  createApprovalCallbackGate,
+  createGraphExecutor,
+  createStoredCallbackClient,
+  persistRunDefinition,
+  readRunEvents,
+  resolveAcceptedResult,
+  resolveApproval,
+  writeProofArtifact,
+  type AcceptedResultBinding,
+  type ApprovalSubjectInput,
+  type CallbackGateDefinition,
+  type Sha256Digest,
+  type WorkspaceAnchor,
 } from '../../src/runtime/index.js';
 import { canonicalBytes, digestJson, sha256Digest, type JsonValue } from '../../src/core/index.js';
 import type { RunStorage, StoredEvent } from '../../src/storage/index.js';
@@ -10,7 +21,15 @@ import { dag, node, optional, planFor, policy, required, startRun, writePermissi
 import { describeEachStore, testPolicy } from './stores.js';
 
 const d = (digit: string) => `sha256:${digit.repeat(64)}` as Sha256Digest;
-const anchor: WorkspaceAnchor = { schemaVersion: 1, root: '/w', repositoryId: '/w/.git', head: 'a'.repeat(40), fingerprint: 'b'.repeat(64), scope: null, files: [] };
+const anchor: WorkspaceAnchor = {
+  schemaVersion: 1,
+  root: '/w',
+  repositoryId: '/w/.git',
+  head: 'a'.repeat(40),
+  fingerprint: 'b'.repeat(64),
+  scope: null,
+  files: [],
+};
 const SECRET = 'kn0wn-s3cret-VALUE';
 
 async function everything(storage: RunStorage): Promise<StoredEvent[]> {
@@ -35,7 +54,10 @@ describeEachStore('runtime digests match the stored bytes', (newStore) => {
     await startRun(storage, 'redact', graph);
     let seen: JsonValue = null;
     const executor = await createGraphExecutor({
-      runId: 'redact', graph, storage, engines: [],
+      runId: 'redact',
+      graph,
+      storage,
+      engines: [],
       nodes: {
         a: node(() => ({ log: 'password=hunter2', n: 1 })),
         b: node(({ input }) => {
@@ -61,7 +83,10 @@ describeEachStore('runtime digests match the stored bytes', (newStore) => {
     const graph = dag([required('a')]);
     await startRun(storage, 'host', graph);
     const executor = await createGraphExecutor({
-      runId: 'host', graph, storage, engines: [],
+      runId: 'host',
+      graph,
+      storage,
+      engines: [],
       nodes: { a: node(() => 'draft', { decideAction: () => ({ kind: 'ask', reason: 'apply?' }) }) },
     });
     expect((await executor.run()).kind).toBe('paused');
@@ -119,7 +144,11 @@ describeEachStore('runtime digests match the stored bytes', (newStore) => {
     expect((await executor.run()).kind).toBe('complete');
     const proofArtifact = await writeProofArtifact(storage.artifactStore, { namespace: storage.record.namespace, runId: 'repro' }, {});
     const query = {
-      inputHashes: {}, proofScope: {}, proofArtifact, workspaceAnchor: anchor, reviewerIdentity: { note: 'token=abc123' },
+      inputHashes: {},
+      proofScope: {},
+      proofArtifact,
+      workspaceAnchor: anchor,
+      reviewerIdentity: { note: 'token=abc123' },
       graph: { definitionDigest: plan.plan.graph.definitionDigest, typeVersion: plan.plan.graph.typeVersion },
     };
     const record = await createAcceptedResultRecord(storage, 'repro', 'dag/a/1', { ...query, result: { verdict: 'pass' } });
@@ -133,8 +162,12 @@ describeEachStore('runtime digests match the stored bytes', (newStore) => {
     await startRun(storage, 'ap', graph);
     const proofArtifact = await writeProofArtifact(storage.artifactStore, { namespace: storage.record.namespace, runId: 'ap' }, { tests: 1 });
     const subject: ApprovalSubjectInput = {
-      workspaceAnchor: null, inputArtifactHashes: { proposal: d('1') }, proofScope: { kind: 'change' }, proofArtifact,
-      proposedOutput: new TextEncoder().encode('patch'), effectivePermissions: [writePermission],
+      workspaceAnchor: null,
+      inputArtifactHashes: { proposal: d('1') },
+      proofScope: { kind: 'change' },
+      proofArtifact,
+      proposedOutput: new TextEncoder().encode('patch'),
+      effectivePermissions: [writePermission],
     };
     const definition: CallbackGateDefinition = { gateId: 'apply', gateVersion: 1, decisionText: 'Apply?', input: null, responseSchema: { type: 'object' } };
     const client = await createStoredCallbackClient(storage, 'ap');
@@ -156,7 +189,14 @@ describeEachStore('runtime digests match the stored bytes', (newStore) => {
     expect(refused.reason).toContain('KNOWN_SECRET');
     expect(refused.reason).not.toContain(SECRET);
 
-    const done = await client.submit(request.requestId, claim.claimToken, 'bob', request.digest, { kind: 'allow', comment: 'token=abc123' }, { id: 'bob', note: 'password: hunter2' });
+    const done = await client.submit(
+      request.requestId,
+      claim.claimToken,
+      'bob',
+      request.digest,
+      { kind: 'allow', comment: 'token=abc123' },
+      { id: 'bob', note: 'password: hunter2' },
+    );
     if (!done.ok) throw new Error(done.reason);
     expect(done.record.actor).toEqual({ id: 'bob', note: 'password: [redacted:assignment]' });
     expect(done.record.decision).toEqual({ kind: 'allow', comment: 'token=[redacted:assignment]' });
@@ -174,10 +214,18 @@ describeEachStore('runtime digests match the stored bytes', (newStore) => {
     const storage = await newStore().open();
     const graph = dag([required('a')]);
     const plan = planFor(graph, [{ name: 'net', scope: { header: 'Authorization: Bearer abc.def' } }]);
-    await expect(persistRunDefinition(storage, {
-      runId: 'leaky-plan', eventId: 'leaky-plan-started', timestamp: '2026-01-01T00:00:00.000Z',
-      graphDefinition: graph.definition, resolvedPlan: plan, resolvedInputs: {}, workspaceBinding: null, hostBinding: null,
-    })).rejects.toMatchObject({ code: 'POLICY_VIOLATION' });
+    await expect(
+      persistRunDefinition(storage, {
+        runId: 'leaky-plan',
+        eventId: 'leaky-plan-started',
+        timestamp: '2026-01-01T00:00:00.000Z',
+        graphDefinition: graph.definition,
+        resolvedPlan: plan,
+        resolvedInputs: {},
+        workspaceBinding: null,
+        hostBinding: null,
+      }),
+    ).rejects.toMatchObject({ code: 'POLICY_VIOLATION' });
     expect(await storage.eventStore.revision('run/leaky-plan')).toBe(0);
   });
 });
@@ -189,7 +237,10 @@ describeEachStore('a known secret in a node result or error', (newStore) => {
     const graph = dag([required('res'), required('err'), required('key'), optional('ok')], [], { stopOnError: false });
     await startRun(storage, 'leak', graph);
     const executor = await createGraphExecutor({
-      runId: 'leak', graph, storage, engines: [],
+      runId: 'leak',
+      graph,
+      storage,
+      engines: [],
       nodes: {
         res: node(() => ({ out: [`value ${SECRET} here`] })),
         err: node(() => {
@@ -211,7 +262,13 @@ describeEachStore('a known secret in a node result or error', (newStore) => {
     expect(dataOf(events, 'attempt-completed').map((data) => data.nodeId)).toEqual(['ok']);
     expect(events.at(-1)?.type).toBe('run-failed');
     // Running it again does nothing more.
-    const again = await createGraphExecutor({ runId: 'leak', graph, storage: await store.open(), engines: [], nodes: { res: node(() => 1), err: node(() => 1), key: node(() => 1), ok: node(() => 1) } });
+    const again = await createGraphExecutor({
+      runId: 'leak',
+      graph,
+      storage: await store.open(),
+      engines: [],
+      nodes: { res: node(() => 1), err: node(() => 1), key: node(() => 1), ok: node(() => 1) },
+    });
     expect(await again.run()).toEqual(outcome);
     expect((await everything(storage)).length).toBe(events.length);
   });
@@ -222,7 +279,10 @@ describeEachStore('a known secret in a node result or error', (newStore) => {
     await startRun(storage, 'stop', graph);
     let bRan = false;
     const executor = await createGraphExecutor({
-      runId: 'stop', graph, storage, engines: [],
+      runId: 'stop',
+      graph,
+      storage,
+      engines: [],
       nodes: {
         a: node(() => SECRET),
         b: node(() => {
@@ -243,7 +303,10 @@ describeEachStore('a known secret in a node result or error', (newStore) => {
     await startRun(storage, 'limits', graph);
     const medium = 'm'.repeat(1_500);
     const executor = await createGraphExecutor({
-      runId: 'limits', graph, storage, engines: [],
+      runId: 'limits',
+      graph,
+      storage,
+      engines: [],
       nodes: {
         marked: node(() => ({ pin: { $sensitive: '1234' } })),
         big: node(() => 'x'.repeat(5_000), { policy: policy({ outputBytes: 100_000 }) }),
@@ -255,9 +318,16 @@ describeEachStore('a known secret in a node result or error', (newStore) => {
     expect((await executor.run()).kind).toBe('failed');
     const events = await everything(storage);
     const failed = new Map(dataOf(events, 'attempt-failed').map((data) => [data.nodeId, data]));
-    expect(failed.get('marked')).toMatchObject({ failureClass: 'invalid-result', reason: 'result rejected by the storage policy: POLICY_VIOLATION at $.pin (a marked value)' });
+    expect(failed.get('marked')).toMatchObject({
+      failureClass: 'invalid-result',
+      reason: 'result rejected by the storage policy: POLICY_VIOLATION at $.pin (a marked value)',
+    });
     expect(failed.get('big')).toMatchObject({ failureClass: 'output-too-large' });
-    expect(dataOf(events, 'attempt-completed').map((data) => data.nodeId).sort()).toEqual(['m1', 'm2']);
+    expect(
+      dataOf(events, 'attempt-completed')
+        .map((data) => data.nodeId)
+        .sort(),
+    ).toEqual(['m1', 'm2']);
     expect(events.at(-1)?.type).toBe('run-failed');
   });
 });

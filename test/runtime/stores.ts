@@ -28,7 +28,10 @@ export function describeEachStore(name: string, fn: (newStore: NewStore) => void
   for (const kind of kinds) {
     if (kind === 'postgres' && url === undefined) {
       if (process.env.CI === 'true') throw new Error(`${name}: PROOFGATE_TEST_DATABASE_URL must be set when CI=true`);
-      describe.skip(`${name} [postgres] (skipped: PROOFGATE_TEST_DATABASE_URL is not set)`, () => fn(() => { throw new Error('unreachable'); }));
+      describe.skip(`${name} [postgres] (skipped: PROOFGATE_TEST_DATABASE_URL is not set)`, () =>
+        fn(() => {
+          throw new Error('unreachable');
+        }));
       continue;
     }
     describe(`${name} [${kind}]`, () => {
@@ -47,9 +50,10 @@ export function describeEachStore(name: string, fn: (newStore: NewStore) => void
         return {
           kind,
           async open() {
-            const storage = kind === 'sqlite'
-              ? createLocalRunStorage({ directory, namespace, policy, ...secrets })
-              : await createPostgresRunStorage({ connectionString: url ?? '', namespace, policy, maxConnections: 4, ...secrets });
+            const storage =
+              kind === 'sqlite'
+                ? createLocalRunStorage({ directory, namespace, policy, ...secrets })
+                : await createPostgresRunStorage({ connectionString: url ?? '', namespace, policy, maxConnections: 4, ...secrets });
             opened.push(storage);
             return storage;
           },

@@ -20,15 +20,32 @@ export interface CompiledStorage {
 export function compileStorage(): CompiledStorage {
   const outDir = join(root, 'node_modules', '.cache', `proofgate-storage-${process.pid}-${randomBytes(4).toString('hex')}`);
   mkdirSync(outDir, { recursive: true });
-  execFileSync(process.execPath, [
-    join(root, 'node_modules', 'typescript', 'bin', 'tsc'),
-    '--outDir', outDir, '--rootDir', join(root, 'src'),
-    '--module', 'nodenext', '--moduleResolution', 'nodenext', '--target', 'es2022',
-    '--strict', '--skipLibCheck', '--types', 'node', '--declaration', 'false',
-    join(root, 'src', 'storage', 'sqlite', 'index.ts'),
-    join(root, 'src', 'storage', 'postgres', 'index.ts'),
-    join(root, 'src', 'storage', 'index.ts'),
-  ], { cwd: root, stdio: 'pipe' });
+  execFileSync(
+    process.execPath,
+    [
+      join(root, 'node_modules', 'typescript', 'bin', 'tsc'),
+      '--outDir',
+      outDir,
+      '--rootDir',
+      join(root, 'src'),
+      '--module',
+      'nodenext',
+      '--moduleResolution',
+      'nodenext',
+      '--target',
+      'es2022',
+      '--strict',
+      '--skipLibCheck',
+      '--types',
+      'node',
+      '--declaration',
+      'false',
+      join(root, 'src', 'storage', 'sqlite', 'index.ts'),
+      join(root, 'src', 'storage', 'postgres', 'index.ts'),
+      join(root, 'src', 'storage', 'index.ts'),
+    ],
+    { cwd: root, stdio: 'pipe' },
+  );
   return {
     sqlite: join(outDir, 'storage', 'sqlite', 'index.js'),
     postgres: join(outDir, 'storage', 'postgres', 'index.js'),

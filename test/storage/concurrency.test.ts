@@ -139,14 +139,22 @@ describePostgres('PostgreSQL under real concurrency', (url) => {
     const namespace = uniqueNamespace('pgrace');
     const rounds = 40;
     const size = 5;
-    const storages: RunStorage[] = await Promise.all(['left', 'right'].map(() =>
-      createPostgresRunStorage({ connectionString: url, namespace, policy: defaultStoragePolicy, maxConnections: 2 })));
+    const storages: RunStorage[] = await Promise.all(
+      ['left', 'right'].map(() => createPostgresRunStorage({ connectionString: url, namespace, policy: defaultStoragePolicy, maxConnections: 2 })),
+    );
     const roles = ['left', 'right'];
     const winners: string[] = [];
     try {
       for (let round = 0; round < rounds; round += 1) {
-        const results = await Promise.allSettled(storages.map((storage, i) => storage.eventStore.append('race', round * size,
-          Array.from({ length: size }, (_, j) => ({ id: `${roles[i]}-${round}-${j}`, type: 'race', data: { round, j } })))));
+        const results = await Promise.allSettled(
+          storages.map((storage, i) =>
+            storage.eventStore.append(
+              'race',
+              round * size,
+              Array.from({ length: size }, (_, j) => ({ id: `${roles[i]}-${round}-${j}`, type: 'race', data: { round, j } })),
+            ),
+          ),
+        );
         const won = results.flatMap((result, i) => (result.status === 'fulfilled' ? [roles[i]!] : []));
         const lost = results.flatMap((result) => (result.status === 'rejected' ? [result.reason as unknown] : []));
         expect(won.length).toBe(1);
@@ -163,8 +171,9 @@ describePostgres('PostgreSQL under real concurrency', (url) => {
 
   it('a follower tailing by position sees every event exactly once while writers race on many streams', async () => {
     const namespace = uniqueNamespace('pgtail');
-    const writers = await Promise.all([0, 1, 2].map(() =>
-      createPostgresRunStorage({ connectionString: url, namespace, policy: defaultStoragePolicy, maxConnections: 2 })));
+    const writers = await Promise.all(
+      [0, 1, 2].map(() => createPostgresRunStorage({ connectionString: url, namespace, policy: defaultStoragePolicy, maxConnections: 2 })),
+    );
     const seen: number[] = [];
     let cursor = 0;
     let writing = true;
@@ -176,13 +185,16 @@ describePostgres('PostgreSQL under real concurrency', (url) => {
       }
     })();
     try {
-      await Promise.all(writers.map(async (storage, w) => {
-        for (let i = 0; i < 30; i += 1) {
-          await storage.eventStore.append(`stream-${w}-${i % 3}`, Math.floor(i / 3) * 2, [
-            { id: `w${w}-${i}-a`, type: 't', data: i }, { id: `w${w}-${i}-b`, type: 't', data: i },
-          ]);
-        }
-      }));
+      await Promise.all(
+        writers.map(async (storage, w) => {
+          for (let i = 0; i < 30; i += 1) {
+            await storage.eventStore.append(`stream-${w}-${i % 3}`, Math.floor(i / 3) * 2, [
+              { id: `w${w}-${i}-a`, type: 't', data: i },
+              { id: `w${w}-${i}-b`, type: 't', data: i },
+            ]);
+          }
+        }),
+      );
     } finally {
       writing = false;
       await follower;
@@ -195,12 +207,14 @@ describePostgres('PostgreSQL under real concurrency', (url) => {
 
   it('batches racing for one event id in different streams: one wins, the other is DUPLICATE_EVENT_ID', async () => {
     const namespace = uniqueNamespace('pgdupe');
-    const storages = await Promise.all([0, 1].map(() =>
-      createPostgresRunStorage({ connectionString: url, namespace, policy: defaultStoragePolicy, maxConnections: 1 })));
+    const storages = await Promise.all(
+      [0, 1].map(() => createPostgresRunStorage({ connectionString: url, namespace, policy: defaultStoragePolicy, maxConnections: 1 })),
+    );
     try {
       for (let round = 0; round < 10; round += 1) {
-        const results = await Promise.allSettled(storages.map((storage, i) =>
-          storage.eventStore.append(`s-${i}-${round}`, 0, [{ id: `shared-${round}`, type: 't', data: i }])));
+        const results = await Promise.allSettled(
+          storages.map((storage, i) => storage.eventStore.append(`s-${i}-${round}`, 0, [{ id: `shared-${round}`, type: 't', data: i }])),
+        );
         expect(results.filter((r) => r.status === 'fulfilled').length).toBe(1);
         const rejected = results.find((r) => r.status === 'rejected');
         expect(isProofgateError(rejected?.reason, 'DUPLICATE_EVENT_ID')).toBe(true);

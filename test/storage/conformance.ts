@@ -47,7 +47,9 @@ export function storageConformance(harness: () => StorageHarness): void {
     expect(await store.append('run/a', 2, [ev('e3')])).toEqual({ revision: 3, written: true });
     const events = await store.read('run/a');
     expect(events.map((e) => [e.id, e.revision, e.streamId, e.type])).toEqual([
-      ['e1', 1, 'run/a', 'test.event'], ['e2', 2, 'run/a', 'test.event'], ['e3', 3, 'run/a', 'test.event'],
+      ['e1', 1, 'run/a', 'test.event'],
+      ['e2', 2, 'run/a', 'test.event'],
+      ['e3', 3, 'run/a', 'test.event'],
     ]);
     expect(events[0]?.data).toEqual({ n: 1, text: 'é😀' });
     expect(events[1]?.data).toEqual([1, null, true]);
@@ -65,7 +67,10 @@ export function storageConformance(harness: () => StorageHarness): void {
     await store.append('run/2', 0, [ev('a1')]);
     await store.append('job/1', 0, [ev('b1')]);
     await store.append('run/1', 0, [ev('c1'), ev('c2')]);
-    expect(await store.listStreams('run/')).toEqual([{ streamId: 'run/1', revision: 2 }, { streamId: 'run/2', revision: 1 }]);
+    expect(await store.listStreams('run/')).toEqual([
+      { streamId: 'run/1', revision: 2 },
+      { streamId: 'run/2', revision: 1 },
+    ]);
     expect((await store.listStreams()).map((s) => s.streamId)).toEqual(['job/1', 'run/1', 'run/2']);
     const all = await store.readAll();
     expect(all.map((e) => e.id)).toEqual(['a1', 'b1', 'c1', 'c2']);
@@ -222,7 +227,7 @@ export function storageConformance(harness: () => StorageHarness): void {
     await storage.close();
   });
 
-  it('treats an artifact\'s metadata as part of its identity: other metadata for stored bytes is ARTIFACT_CONFLICT', async () => {
+  it("treats an artifact's metadata as part of its identity: other metadata for stored bytes is ARTIFACT_CONFLICT", async () => {
     const storage = await openFresh();
     const { artifactStore } = storage;
     const scope = { namespace: storage.record.namespace, runId: 'run-meta' };
@@ -291,9 +296,15 @@ export function storageConformance(harness: () => StorageHarness): void {
       await expectCode(store.append('s', 0, [ev('ok-first'), { id: 'bad', type: 't', data } as never]), 'NON_JSON_VALUE');
     }
     const invalid: [unknown, unknown, unknown][] = [
-      ['', 0, [ev('a')]], ['s', -1, [ev('a')]], ['s', 1.5, [ev('a')]], ['s', 0, []], ['s', 0, 'nope'],
-      ['s', 0, [{ id: '', type: 't', data: 1 }]], ['s', 0, [{ id: 'a', type: 't', data: 1, extra: 2 }]],
-      ['s\u0000x', 0, [ev('a')]], ['s', 0, [null]],
+      ['', 0, [ev('a')]],
+      ['s', -1, [ev('a')]],
+      ['s', 1.5, [ev('a')]],
+      ['s', 0, []],
+      ['s', 0, 'nope'],
+      ['s', 0, [{ id: '', type: 't', data: 1 }]],
+      ['s', 0, [{ id: 'a', type: 't', data: 1, extra: 2 }]],
+      ['s\u0000x', 0, [ev('a')]],
+      ['s', 0, [null]],
     ];
     for (const [stream, revision, events] of invalid) {
       await expectCode(store.append(stream as string, revision as number, events as never), 'INVALID_INPUT');
@@ -304,7 +315,10 @@ export function storageConformance(harness: () => StorageHarness): void {
     expect(await store.readAll()).toEqual([]);
     expect(await store.listStreams()).toEqual([]);
     await expectCode(harness().open({ namespace: uniqueNamespace('p'), policy: { ...defaultStoragePolicy, extra: 1 } as never }), 'POLICY_VIOLATION');
-    await expectCode(harness().open({ namespace: uniqueNamespace('p'), policy: { ...defaultStoragePolicy, schemaVersion: 2 } as never }), 'UNSUPPORTED_SCHEMA_VERSION');
+    await expectCode(
+      harness().open({ namespace: uniqueNamespace('p'), policy: { ...defaultStoragePolicy, schemaVersion: 2 } as never }),
+      'UNSUPPORTED_SCHEMA_VERSION',
+    );
     await expectCode(harness().open({ namespace: uniqueNamespace('p'), policy: policyWith({ maxArtifactBytes: -1 }) }), 'POLICY_VIOLATION');
     await expectCode(harness().open({ namespace: uniqueNamespace('p'), knownSecrets: ['abc'] }), 'INVALID_INPUT');
     await storage.close();
@@ -315,16 +329,19 @@ export function storageConformance(harness: () => StorageHarness): void {
     const store = storage.eventStore;
     let revision = 0;
     const json = fc.jsonValue({ maxDepth: 4 }).filter((value) => !canonicalJson(value).includes('$sensitive'));
-    await fc.assert(fc.asyncProperty(fc.array(json, { minLength: 1, maxLength: 4 }), async (values) => {
-      const ids = values.map(() => `p-${revision}-${Math.random().toString(36).slice(2)}`);
-      const batch = values.map((data, i) => ev(ids[i]!, data as JsonValue));
-      const result = await store.append('prop', revision, batch);
-      expect(result).toEqual({ revision: revision + values.length, written: true });
-      const read = await store.read('prop', { fromRevision: revision });
-      expect(read.map((e) => canonicalJson(e.data))).toEqual(values.map((v) => canonicalJson(v)));
-      expect(await store.append('prop', revision, batch)).toEqual({ revision: result.revision, written: false });
-      revision = result.revision;
-    }), { numRuns: 40 });
+    await fc.assert(
+      fc.asyncProperty(fc.array(json, { minLength: 1, maxLength: 4 }), async (values) => {
+        const ids = values.map(() => `p-${revision}-${Math.random().toString(36).slice(2)}`);
+        const batch = values.map((data, i) => ev(ids[i]!, data as JsonValue));
+        const result = await store.append('prop', revision, batch);
+        expect(result).toEqual({ revision: revision + values.length, written: true });
+        const read = await store.read('prop', { fromRevision: revision });
+        expect(read.map((e) => canonicalJson(e.data))).toEqual(values.map((v) => canonicalJson(v)));
+        expect(await store.append('prop', revision, batch)).toEqual({ revision: result.revision, written: false });
+        revision = result.revision;
+      }),
+      { numRuns: 40 },
+    );
     await storage.close();
   });
 
@@ -333,17 +350,24 @@ export function storageConformance(harness: () => StorageHarness): void {
     const store = storage.eventStore;
     const model: string[] = [];
     let counter = 0;
-    await fc.assert(fc.asyncProperty(fc.nat({ max: 6 }), fc.integer({ min: 1, max: 3 }), async (expected, size) => {
-      const ids = Array.from({ length: size }, () => `m${(counter += 1)}`);
-      const attempt = store.append('model', expected, ids.map((id) => ev(id)));
-      if (expected === model.length) {
-        expect(await attempt).toEqual({ revision: model.length + size, written: true });
-        model.push(...ids);
-      } else {
-        await expectCode(attempt, 'REVISION_CONFLICT');
-      }
-      expect((await store.read('model')).map((e) => e.id)).toEqual(model);
-    }), { numRuns: 40 });
+    await fc.assert(
+      fc.asyncProperty(fc.nat({ max: 6 }), fc.integer({ min: 1, max: 3 }), async (expected, size) => {
+        const ids = Array.from({ length: size }, () => `m${(counter += 1)}`);
+        const attempt = store.append(
+          'model',
+          expected,
+          ids.map((id) => ev(id)),
+        );
+        if (expected === model.length) {
+          expect(await attempt).toEqual({ revision: model.length + size, written: true });
+          model.push(...ids);
+        } else {
+          await expectCode(attempt, 'REVISION_CONFLICT');
+        }
+        expect((await store.read('model')).map((e) => e.id)).toEqual(model);
+      }),
+      { numRuns: 40 },
+    );
     await storage.close();
   });
 }

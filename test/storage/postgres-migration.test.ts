@@ -28,16 +28,24 @@ describePostgres('PostgreSQL schema migration', (url) => {
     try {
       await client.query('BEGIN');
       await migratePostgres(client, 1);
-      await client.query(
-        'INSERT INTO proofgate_namespaces (namespace, provider, policy_digest, policy, created_at) VALUES ($1, $2, $3, $4, $5)',
-        [namespace, 'postgres', policyDigest(defaultStoragePolicy), canonicalJson(defaultStoragePolicy), new Date().toISOString()]);
+      await client.query('INSERT INTO proofgate_namespaces (namespace, provider, policy_digest, policy, created_at) VALUES ($1, $2, $3, $4, $5)', [
+        namespace,
+        'postgres',
+        policyDigest(defaultStoragePolicy),
+        canonicalJson(defaultStoragePolicy),
+        new Date().toISOString(),
+      ]);
       await client.query('COMMIT');
     } finally {
       client.release();
     }
-    const append = async (stream: string, expected: number, ids: string[]) => (await pool.query<{ current_revision: number; inserted: boolean }>(
-      'SELECT current_revision, inserted FROM proofgate_append_v1($1, $2, $3, $4, $5, $6, $7)',
-      [namespace, stream, expected, ids, ids.map(() => 'old.event'), ids.map((id) => canonicalJson({ id })), new Date().toISOString()])).rows[0];
+    const append = async (stream: string, expected: number, ids: string[]) =>
+      (
+        await pool.query<{ current_revision: number; inserted: boolean }>(
+          'SELECT current_revision, inserted FROM proofgate_append_v1($1, $2, $3, $4, $5, $6, $7)',
+          [namespace, stream, expected, ids, ids.map(() => 'old.event'), ids.map((id) => canonicalJson({ id })), new Date().toISOString()],
+        )
+      ).rows[0];
     expect(await append('run/a', 0, ['a1', 'a2'])).toEqual({ current_revision: 2, inserted: true });
     expect(await append('run/b', 0, ['b1'])).toEqual({ current_revision: 1, inserted: true });
     expect(await append('run/a', 2, ['a3'])).toEqual({ current_revision: 3, inserted: true });
@@ -54,24 +62,38 @@ describePostgres('PostgreSQL schema migration', (url) => {
     try {
       expect(POSTGRES_SCHEMA_VERSION).toBe(2);
       expect((await pool.query('SELECT version FROM proofgate_schema')).rows).toEqual([{ version: 2 }]);
-      expect((await pool.query("SELECT to_regprocedure('proofgate_append_v1(text, text, integer, text[], text[], text[], text)') AS fn")).rows)
-        .toEqual([{ fn: null }]);
+      expect((await pool.query("SELECT to_regprocedure('proofgate_append_v1(text, text, integer, text[], text[], text[], text)') AS fn")).rows).toEqual([
+        { fn: null },
+      ]);
       const store = storage.eventStore;
       expect((await store.readAll()).map((e) => [e.id, e.position, e.revision])).toEqual([
-        ['a1', 1, 1], ['a2', 2, 2], ['b1', 3, 1], ['a3', 4, 3],
+        ['a1', 1, 1],
+        ['a2', 2, 2],
+        ['b1', 3, 1],
+        ['a3', 4, 3],
       ]);
       expect(await store.revision('run/a')).toBe(3);
       expect(await store.revision('run/empty')).toBe(0);
-      expect(await store.listStreams()).toEqual([{ streamId: 'run/a', revision: 3 }, { streamId: 'run/b', revision: 1 }]);
+      expect(await store.listStreams()).toEqual([
+        { streamId: 'run/a', revision: 3 },
+        { streamId: 'run/b', revision: 1 },
+      ]);
 
       // Appends continue where version 1 stopped, with the same fences.
-      expect(await store.append('run/a', 0, [{ id: 'a1', type: 'old.event', data: { id: 'a1' } }, { id: 'a2', type: 'old.event', data: { id: 'a2' } }]))
-        .toEqual({ revision: 2, written: false });
+      expect(
+        await store.append('run/a', 0, [
+          { id: 'a1', type: 'old.event', data: { id: 'a1' } },
+          { id: 'a2', type: 'old.event', data: { id: 'a2' } },
+        ]),
+      ).toEqual({ revision: 2, written: false });
       await expectCode(store.append('run/a', 2, [{ id: 'late', type: 't', data: 1 }]), 'REVISION_CONFLICT');
       await expectCode(store.append('run/c', 0, [{ id: 'b1', type: 't', data: 1 }]), 'DUPLICATE_EVENT_ID');
       expect(await store.append('run/a', 3, [{ id: 'a4', type: 't', data: 4 }])).toEqual({ revision: 4, written: true });
       expect(await store.append('run/empty', 0, [{ id: 'e1', type: 't', data: 1 }])).toEqual({ revision: 1, written: true });
-      expect((await store.readAll({ afterPosition: 4 })).map((e) => [e.id, e.position, e.revision])).toEqual([['a4', 5, 4], ['e1', 6, 1]]);
+      expect((await store.readAll({ afterPosition: 4 })).map((e) => [e.id, e.position, e.revision])).toEqual([
+        ['a4', 5, 4],
+        ['e1', 6, 1],
+      ]);
       expect((await store.listStreams('run/')).map((s) => s.streamId)).toEqual(['run/a', 'run/b', 'run/empty']);
     } finally {
       await storage.close();
@@ -90,11 +112,24 @@ describePostgres('PostgreSQL schema migration', (url) => {
       const store = storage.eventStore;
       await store.append('s', 0, [{ id: 'one', type: 't', data: 1 }]);
       await expectCode(store.append('s', 0, [{ id: 'two', type: 't', data: 2 }]), 'REVISION_CONFLICT');
-      await expectCode(store.append('s', 1, [{ id: 'new', type: 't', data: 3 }, { id: 'one', type: 't', data: 9 }]), 'DUPLICATE_EVENT_ID');
+      await expectCode(
+        store.append('s', 1, [
+          { id: 'new', type: 't', data: 3 },
+          { id: 'one', type: 't', data: 9 },
+        ]),
+        'DUPLICATE_EVENT_ID',
+      );
       await expectCode(store.append('t', 0, [{ id: 'one', type: 't', data: 1 }]), 'DUPLICATE_EVENT_ID');
       expect(await store.listStreams()).toEqual([{ streamId: 's', revision: 1 }]);
-      await store.append('s', 1, [{ id: 'two', type: 't', data: 2 }, { id: 'three', type: 't', data: 3 }]);
-      expect((await store.readAll()).map((e) => [e.id, e.position])).toEqual([['one', 1], ['two', 2], ['three', 3]]);
+      await store.append('s', 1, [
+        { id: 'two', type: 't', data: 2 },
+        { id: 'three', type: 't', data: 3 },
+      ]);
+      expect((await store.readAll()).map((e) => [e.id, e.position])).toEqual([
+        ['one', 1],
+        ['two', 2],
+        ['three', 3],
+      ]);
     } finally {
       await storage.close();
     }

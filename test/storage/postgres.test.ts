@@ -16,7 +16,13 @@ describePostgres('PostgreSQL storage', (url) => {
 
   const harness: StorageHarness = {
     async open({ namespace, policy, knownSecrets }) {
-      return createPostgresRunStorage({ connectionString: url, namespace, policy: policy ?? defaultStoragePolicy, maxConnections: 2, ...(knownSecrets ? { knownSecrets } : {}) });
+      return createPostgresRunStorage({
+        connectionString: url,
+        namespace,
+        policy: policy ?? defaultStoragePolicy,
+        maxConnections: 2,
+        ...(knownSecrets ? { knownSecrets } : {}),
+      });
     },
     async dump(namespace) {
       const parts: Buffer[] = [];
@@ -29,8 +35,12 @@ describePostgres('PostgreSQL storage', (url) => {
       return Buffer.concat(parts);
     },
     async corruptArtifact(namespace, runId, digest) {
-      await pool.query('UPDATE proofgate_artifacts SET bytes = $4 WHERE namespace = $1 AND run_id = $2 AND digest = $3',
-        [namespace, runId, digest, Buffer.alloc(800, 0x41)]);
+      await pool.query('UPDATE proofgate_artifacts SET bytes = $4 WHERE namespace = $1 AND run_id = $2 AND digest = $3', [
+        namespace,
+        runId,
+        digest,
+        Buffer.alloc(800, 0x41),
+      ]);
     },
   };
 
@@ -52,9 +62,16 @@ describePostgres('PostgreSQL storage', (url) => {
       await pool.query(`CREATE SCHEMA ${name}`);
       const own = schemaPool(name);
       try {
-        const storages = await Promise.all(Array.from({ length: 4 }, (_, i) => createPostgresRunStorage({
-          connectionString: url, pool: own, namespace: `race-${i % 2}`, policy: defaultStoragePolicy,
-        })));
+        const storages = await Promise.all(
+          Array.from({ length: 4 }, (_, i) =>
+            createPostgresRunStorage({
+              connectionString: url,
+              pool: own,
+              namespace: `race-${i % 2}`,
+              policy: defaultStoragePolicy,
+            }),
+          ),
+        );
         opened.push(...storages);
         const version = await own.query('SELECT application, version FROM proofgate_schema');
         expect(version.rows).toEqual([{ application: 'proofgate', version: POSTGRES_SCHEMA_VERSION }]);
@@ -94,7 +111,10 @@ describePostgres('PostgreSQL storage', (url) => {
     });
 
     it('reports an unreachable server as IO and a reopen under another provider policy as STORAGE_MISMATCH', async () => {
-      await expectCode(createPostgresRunStorage({ connectionString: 'postgres://nobody@127.0.0.1:1/none', namespace: 'x', policy: defaultStoragePolicy }), 'IO');
+      await expectCode(
+        createPostgresRunStorage({ connectionString: 'postgres://nobody@127.0.0.1:1/none', namespace: 'x', policy: defaultStoragePolicy }),
+        'IO',
+      );
       const namespace = uniqueNamespace('mismatch');
       const storage = await harness.open({ namespace });
       await storage.close();

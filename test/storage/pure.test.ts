@@ -1,7 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import {
-  decideAppend, defaultStoragePolicy, findFreeTextSecret, policyDigest, redactFreeText, validateStoragePolicy,
-  type ExistingEvent, type StoragePolicy,
+  decideAppend,
+  defaultStoragePolicy,
+  findFreeTextSecret,
+  policyDigest,
+  redactFreeText,
+  validateStoragePolicy,
+  type ExistingEvent,
+  type StoragePolicy,
 } from '../../src/storage/index.js';
 import { canonicalJson } from '../../src/core/index.js';
 import { WriteGuard } from '../../src/storage/guard.js';
@@ -12,10 +18,18 @@ import { expectCode } from './conformance.js';
 const batch = {
   streamId: 's',
   expectedRevision: 2,
-  events: [{ id: 'a', type: 't', dataText: '1' }, { id: 'b', type: 't', dataText: '2' }],
+  events: [
+    { id: 'a', type: 't', dataText: '1' },
+    { id: 'b', type: 't', dataText: '2' },
+  ],
 };
 const stored = (id: string, revision: number, changes: Partial<ExistingEvent> = {}): ExistingEvent => ({
-  id, streamId: 's', revision, type: 't', dataText: id === 'a' ? '1' : '2', ...changes,
+  id,
+  streamId: 's',
+  revision,
+  type: 't',
+  dataText: id === 'a' ? '1' : '2',
+  ...changes,
 });
 
 describe('decideAppend', () => {
@@ -69,11 +83,21 @@ describe('validateStoragePolicy', () => {
 
   const bad: [string, unknown, string, string][] = [
     ['unknown top-level key', { ...defaultStoragePolicy, colour: 'red' }, 'POLICY_VIOLATION', 'colour'],
-    ['unknown nested key', { ...defaultStoragePolicy, sensitiveContent: { ...defaultStoragePolicy.sensitiveContent, extra: 1 } }, 'POLICY_VIOLATION', 'sensitiveContent.extra'],
+    [
+      'unknown nested key',
+      { ...defaultStoragePolicy, sensitiveContent: { ...defaultStoragePolicy.sensitiveContent, extra: 1 } },
+      'POLICY_VIOLATION',
+      'sensitiveContent.extra',
+    ],
     ['wrong type', { ...defaultStoragePolicy, maxEventPayloadBytes: '1' }, 'POLICY_VIOLATION', 'maxEventPayloadBytes'],
     ['zero limit', { ...defaultStoragePolicy, maxAppendBatchBytes: 0 }, 'POLICY_VIOLATION', 'maxAppendBatchBytes'],
     ['unknown retention', { ...defaultStoragePolicy, retention: 'a-while' }, 'POLICY_VIOLATION', 'retention'],
-    ['exact other than reject', { ...defaultStoragePolicy, sensitiveContent: { ...defaultStoragePolicy.sensitiveContent, exact: 'allow' } }, 'POLICY_VIOLATION', 'sensitiveContent.exact'],
+    [
+      'exact other than reject',
+      { ...defaultStoragePolicy, sensitiveContent: { ...defaultStoragePolicy.sensitiveContent, exact: 'allow' } },
+      'POLICY_VIOLATION',
+      'sensitiveContent.exact',
+    ],
     ['missing key', { ...defaultStoragePolicy, retention: undefined }, 'POLICY_VIOLATION', 'retention'],
     ['schema version 2', { ...defaultStoragePolicy, schemaVersion: 2 }, 'UNSUPPORTED_SCHEMA_VERSION', 'schemaVersion'],
     ['schema version as text', { ...defaultStoragePolicy, schemaVersion: '1' }, 'UNSUPPORTED_SCHEMA_VERSION', 'schemaVersion'],
@@ -106,8 +130,20 @@ describe('WriteGuard.prepareJson: the stored form of a value', () => {
   const refusals: [string, StoragePolicy['sensitiveContent'], unknown, string, string][] = [
     ['a known secret in a string', redacting.policy.sensitiveContent, { a: [`x ${secret}`] }, 'KNOWN_SECRET', 'KNOWN_SECRET at $.a[0]'],
     ['a known secret in a key', redacting.policy.sensitiveContent, { [secret]: 1 }, 'KNOWN_SECRET', 'KNOWN_SECRET at $ (an object key)'],
-    ['a marked value under reject', { marked: 'reject', exact: 'reject', freeText: 'allow' }, { pin: { $sensitive: 1 } }, 'POLICY_VIOLATION', 'POLICY_VIOLATION at $.pin (a marked value)'],
-    ['free text under reject', { marked: 'reject', exact: 'reject', freeText: 'reject' }, { note: 'token=abc' }, 'POLICY_VIOLATION', 'POLICY_VIOLATION at $.note (secret-looking text: assignment)'],
+    [
+      'a marked value under reject',
+      { marked: 'reject', exact: 'reject', freeText: 'allow' },
+      { pin: { $sensitive: 1 } },
+      'POLICY_VIOLATION',
+      'POLICY_VIOLATION at $.pin (a marked value)',
+    ],
+    [
+      'free text under reject',
+      { marked: 'reject', exact: 'reject', freeText: 'reject' },
+      { note: 'token=abc' },
+      'POLICY_VIOLATION',
+      'POLICY_VIOLATION at $.note (secret-looking text: assignment)',
+    ],
   ];
   it.each(refusals)('refuses %s like an append does, and policyRefusal names code and path only', (_name, sensitive, value, code, refusal) => {
     const guard = guardFor(sensitive);

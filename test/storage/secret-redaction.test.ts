@@ -42,7 +42,9 @@ function filesUnder(dir: string): string[] {
 /** The names of the keys whose bytes appear in any file under `dir`. */
 function keysStoredUnder(dir: string): string[] {
   const files = filesUnder(dir).map((file) => readFileSync(file));
-  return Object.entries(KEYS).filter(([, key]) => files.some((bytes) => bytes.includes(Buffer.from(key)))).map(([name]) => name);
+  return Object.entries(KEYS)
+    .filter(([, key]) => files.some((bytes) => bytes.includes(Buffer.from(key))))
+    .map(([name]) => name);
 }
 
 describe('the SQLite store keeps no key', () => {
@@ -66,7 +68,7 @@ describe('the SQLite store keeps no key', () => {
 });
 
 describe('the local forge CLI stores and prints no AWS secret key', () => {
-  it('from a title, a comment and a check\'s output', () => {
+  it("from a title, a comment and a check's output", () => {
     const config = ['checks:', '  - name: leak', '    run: cat creds.env', 'maintainers:', '  - alice', ''].join('\n');
     const repo = makeChangeRepo(config);
     cleanups.push(repo.cleanup);

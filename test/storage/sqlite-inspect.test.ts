@@ -20,7 +20,11 @@ afterAll(() => {
 });
 
 const hashOf = (file: string): string => createHash('sha256').update(readFileSync(file)).digest('hex');
-const otherPolicy: StoragePolicy = { ...defaultStoragePolicy, maxArtifactBytes: 4096, sensitiveContent: { marked: 'redact', exact: 'reject', freeText: 'allow' } };
+const otherPolicy: StoragePolicy = {
+  ...defaultStoragePolicy,
+  maxArtifactBytes: 4096,
+  sensitiveContent: { marked: 'redact', exact: 'reject', freeText: 'allow' },
+};
 
 describe('SQLite read-only inspection (openLocalStoreReader)', () => {
   it('reads a namespace made with any policy, takes that policy as its record, and never changes the file', async () => {
@@ -73,7 +77,10 @@ describe('SQLite read-only inspection (openLocalStoreReader)', () => {
     const db = new Database(join(foreign, DATABASE_FILE));
     db.exec('CREATE TABLE customers (id INTEGER PRIMARY KEY)');
     db.close();
-    for (const [directory, code] of [[garbage, 'CORRUPT_DATABASE'], [foreign, 'NOT_OUR_DATABASE']] as const) {
+    for (const [directory, code] of [
+      [garbage, 'CORRUPT_DATABASE'],
+      [foreign, 'NOT_OUR_DATABASE'],
+    ] as const) {
       const before = hashOf(join(directory, DATABASE_FILE));
       expect(() => openLocalStoreReader({ directory, namespace: 'default' })).toThrow(expect.objectContaining({ code }));
       expect(hashOf(join(directory, DATABASE_FILE))).toBe(before);
@@ -95,9 +102,15 @@ describe('SQLite damage found after open', () => {
     const namespace = uniqueNamespace('damage');
     const storage = createLocalRunStorage({ directory, namespace, policy: defaultStoragePolicy });
     for (let batch = 0; batch < 20; batch += 1) {
-      await storage.eventStore.append('run/big', batch * 50, Array.from({ length: 50 }, (_, i) => ({
-        id: `e-${batch}-${i}`, type: 't', data: { batch, i, text: 'x'.repeat(200) },
-      })));
+      await storage.eventStore.append(
+        'run/big',
+        batch * 50,
+        Array.from({ length: 50 }, (_, i) => ({
+          id: `e-${batch}-${i}`,
+          type: 't',
+          data: { batch, i, text: 'x'.repeat(200) },
+        })),
+      );
     }
     await storage.close();
     const file = join(directory, DATABASE_FILE);

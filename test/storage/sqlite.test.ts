@@ -29,8 +29,12 @@ function sqliteHarness(directory: string): StorageHarness {
     async corruptArtifact(namespace, runId, digest) {
       const db = new Database(join(directory, DATABASE_FILE));
       try {
-        db.prepare('UPDATE proofgate_artifacts SET bytes = ? WHERE namespace = ? AND run_id = ? AND digest = ?')
-          .run(Buffer.alloc(800, 0x41), namespace, runId, digest);
+        db.prepare('UPDATE proofgate_artifacts SET bytes = ? WHERE namespace = ? AND run_id = ? AND digest = ?').run(
+          Buffer.alloc(800, 0x41),
+          namespace,
+          runId,
+          digest,
+        );
       } finally {
         db.close();
       }
@@ -44,8 +48,7 @@ describe('SQLite storage conformance', () => {
 });
 
 describe('SQLite storage file handling', () => {
-  const open = (directory: string, namespace = uniqueNamespace('file')) =>
-    createLocalRunStorage({ directory, namespace, policy: defaultStoragePolicy });
+  const open = (directory: string, namespace = uniqueNamespace('file')) => createLocalRunStorage({ directory, namespace, policy: defaultStoragePolicy });
 
   it('opens synchronously, creating the directory and one WAL database file', async () => {
     const directory = join(tempDir(), 'nested', 'storage');
@@ -98,7 +101,10 @@ describe('SQLite storage file handling', () => {
       db.close();
     }
     const cases: [string, 'CORRUPT_DATABASE' | 'NOT_OUR_DATABASE' | 'UNSUPPORTED_SCHEMA_VERSION'][] = [
-      [garbage, 'CORRUPT_DATABASE'], [truncated, 'CORRUPT_DATABASE'], [foreign, 'NOT_OUR_DATABASE'], [newer, 'UNSUPPORTED_SCHEMA_VERSION'],
+      [garbage, 'CORRUPT_DATABASE'],
+      [truncated, 'CORRUPT_DATABASE'],
+      [foreign, 'NOT_OUR_DATABASE'],
+      [newer, 'UNSUPPORTED_SCHEMA_VERSION'],
     ];
     for (const [directory, code] of cases) {
       const before = readFileSync(join(directory, DATABASE_FILE));
@@ -110,8 +116,13 @@ describe('SQLite storage file handling', () => {
   it('a directory path that is a file, or lies under a file, is one typed IO error naming the path', () => {
     const file = join(tempDir(), 'regular');
     writeFileSync(file, 'not a directory\n');
-    for (const [directory, why] of [[file, 'it is a file'], [join(file, 'sub'), 'a parent of it is a file']] as const) {
-      expect(() => open(directory)).toThrow(expect.objectContaining({ code: 'IO', message: `cannot use ${directory} as a data directory: ${why}, not a directory` }));
+    for (const [directory, why] of [
+      [file, 'it is a file'],
+      [join(file, 'sub'), 'a parent of it is a file'],
+    ] as const) {
+      expect(() => open(directory)).toThrow(
+        expect.objectContaining({ code: 'IO', message: `cannot use ${directory} as a data directory: ${why}, not a directory` }),
+      );
     }
     expect(readFileSync(file, 'utf8')).toBe('not a directory\n');
   });
@@ -122,8 +133,10 @@ describe('SQLite storage file handling', () => {
     await storage.close();
     const db = new Database(join(directory, DATABASE_FILE), { readonly: true });
     expect(db.prepare('SELECT value FROM proofgate_meta WHERE key = ?').get('schema_version')).toEqual({ value: '1' });
-    expect(db.prepare('SELECT provider, policy_digest FROM proofgate_namespaces WHERE namespace = ?').get('meta-ns'))
-      .toEqual({ provider: 'sqlite', policy_digest: storage.record.policyDigest });
+    expect(db.prepare('SELECT provider, policy_digest FROM proofgate_namespaces WHERE namespace = ?').get('meta-ns')).toEqual({
+      provider: 'sqlite',
+      policy_digest: storage.record.policyDigest,
+    });
     db.close();
   });
 

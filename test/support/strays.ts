@@ -69,7 +69,14 @@ export function findRunProcesses(query: StrayQuery): StrayProcess[] {
     const cwd = readOr(() => readlinkSync(`/proc/${pid}/cwd`), '');
     const inRoot = cwd === query.root || cwd.startsWith(`${query.root}/`);
     if (!inRoot && !`\0${readOr(() => readFileSync(`/proc/${pid}/environ`, 'latin1'), '')}`.includes(marker)) continue;
-    const command = readOr(() => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter((part) => part !== '').join(' '), '?');
+    const command = readOr(
+      () =>
+        readFileSync(`/proc/${pid}/cmdline`, 'utf8')
+          .split('\0')
+          .filter((part) => part !== '')
+          .join(' '),
+      '?',
+    );
     if (query.exclude(pid, { ppid: stat.ppid, command })) continue;
     found.push({ pid, ppid: stat.ppid, pgid: stat.pgid, command, cwd });
   }
@@ -114,6 +121,8 @@ export function collectStrays(): StrayProcess[] {
 
 /** One paragraph naming each stray, for the end of the run's output. */
 export function describeStrays(strays: readonly StrayProcess[]): string {
-  const lines = strays.map((stray) => `  pid ${stray.pid} (parent ${stray.ppid}, group ${stray.pgid}, cwd ${stray.cwd || '?'}): ${stray.command.slice(0, 300)}`);
+  const lines = strays.map(
+    (stray) => `  pid ${stray.pid} (parent ${stray.ppid}, group ${stray.pgid}, cwd ${stray.cwd || '?'}): ${stray.command.slice(0, 300)}`,
+  );
   return `\nFAIL: the tests left ${strays.length} process${strays.length === 1 ? '' : 'es'} running (now killed):\n${lines.join('\n')}\n`;
 }

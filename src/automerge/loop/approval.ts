@@ -1,11 +1,15 @@
 /**
- * Maintainers' approvals of trust changes, kept as the runtime's approval
- * records (`createStoredCallbackClient`, `resolveApproval`). Each change has
- * one approvals run; each approval is a callback request whose subject is the
- * exact change: its id, its head, the digest of its diff and the trusted
- * paths it touches. `/proofgate approve` from a maintainer posts that request
- * and answers it `allow` with the maintainer as actor; the loop rebuilds the
- * subject from what is live and asks `resolveApproval`, so a new head (or
+ * Maintainers' approvals of a change's exact head, kept as the runtime's
+ * approval records (`createStoredCallbackClient`, `resolveApproval`): one
+ * record kind for both uses, the approval a change that touches what
+ * proofgate trusts needs and the approvals a base's `requiredApprovals`
+ * asks for. Each change has one approvals run; each approval is a callback
+ * request whose subject is the exact change and its approver: the change id,
+ * its head, the digest of its diff, the trusted paths it touches (possibly
+ * none) and the approver's login. `/proofgate approve` from a maintainer
+ * posts that request and answers it `allow` with the maintainer as actor;
+ * the loop (and the local forge, for its review decision) rebuild the
+ * subject from what is live and ask `resolveApproval`, so a new head (or
  * other bytes, or another set of trusted paths) is another subject with no
  * answer: the approval is void.
  */
@@ -27,14 +31,16 @@ import {
 } from '../../runtime/index.js';
 import type { RunStorage } from '../../storage/policy-types.js';
 
-/** The exact change an approval covers. */
-export interface TrustApprovalSubject {
+/** The exact change an approval covers, and who gives it. */
+export interface ApprovalSubject {
   readonly changeId: string;
   readonly head: string;
   /** `sha256:` digest of the change's diff (merge base to head). */
   readonly diff: string;
-  /** The trusted paths it touches (`trustedPathsTouched`). */
+  /** The trusted paths it touches (`trustedPathsTouched`); empty: none. */
   readonly paths: readonly string[];
+  /** The approver's login (compared case-insensitively: it is stored lower-cased). */
+  readonly approver: string;
 }
 
 /** Who approved: non-secret identifiers only (they are stored as the record's actor). */
@@ -51,23 +57,23 @@ export function approvalsRunId(changeId: string): string {
 
 function gate(changeId: string): CallbackGateDefinition {
   return {
-    gateId: 'trust-change',
-    gateVersion: 1,
-    decisionText: 'Merge this exact head of a change that touches what proofgate trusts?',
+    gateId: 'change-approval',
+    gateVersion: 2,
+    decisionText: 'Merge this exact head of the change (and what it touches that proofgate trusts)?',
     responseSchema: { type: 'object', properties: { kind: { type: 'string' } }, required: ['kind'] },
     input: { change: changeId },
   };
 }
 
-function packet(subject: TrustApprovalSubject) {
-  return { change: subject.changeId, head: subject.head, diff: subject.diff, paths: [...subject.paths] };
+function packet(subject: ApprovalSubject) {
+  return { change: subject.changeId, head: subject.head, diff: subject.diff, paths: [...subject.paths], approver: subject.approver.toLowerCase() };
 }
 
-function request(subject: TrustApprovalSubject, artifact: ProofArtifactRef): { request: CallbackRequest; input: ApprovalSubjectInput } {
+function request(subject: ApprovalSubject, artifact: ProofArtifactRef): { request: CallbackRequest; input: ApprovalSubjectInput } {
   const input: ApprovalSubjectInput = {
     workspaceAnchor: null,
     inputArtifactHashes: { diff: subject.diff as Sha256Digest },
-    proofScope: { kind: 'trust-change', change: subject.changeId, head: subject.head, paths: [...subject.paths] },
+    proofScope: { kind: 'change-approval', change: subject.changeId, head: subject.head, paths: [...subject.paths], approver: subject.approver.toLowerCase() },
     proofArtifact: artifact,
     // What the approval lets happen: this head, merged.
     proposedOutput: Buffer.from(subject.head, 'utf8'),
@@ -79,18 +85,24 @@ function request(subject: TrustApprovalSubject, artifact: ProofArtifactRef): { r
 /** Store the change's approvals run once (a second store of the same run is a no-op or a conflict, both fine). */
 async function ensureRun(storage: RunStorage, runId: string, at: string): Promise<void> {
   const graph = compileGraph(dagGraphType, {
-    id: 'proofgate-trust-approval',
+    id: 'proofgate-change-approval',
     definitionVersion: 1,
     data: { globalConcurrency: 1, keyedConcurrency: {}, stopOnError: true, retryCapPerNode: 0 },
     nodes: [{ id: 'approve', data: { kind: 'required', key: null } }],
     edges: [],
   });
-  const identity = { source: 'npm:proofgate', version: '0.1.0', digest: sha256Digest('proofgate trust approvals v1') };
+  const identity = { source: 'npm:proofgate', version: '0.1.0', digest: sha256Digest('proofgate change approvals v2') };
   const plan = resolveGraphPlan(graph.describe(), { package: identity, admission: { package: identity, permissions: [] }, executionLanes: [] });
   try {
     await persistRunDefinition(storage, {
-      runId, eventId: `${runId}-started`, timestamp: at, graphDefinition: graph.definition, resolvedPlan: plan,
-      resolvedInputs: {}, workspaceBinding: null, hostBinding: null,
+      runId,
+      eventId: `${runId}-started`,
+      timestamp: at,
+      graphDefinition: graph.definition,
+      resolvedPlan: plan,
+      resolvedInputs: {},
+      workspaceBinding: null,
+      hostBinding: null,
     });
   } catch (error) {
     if (!isProofgateError(error, 'REVISION_CONFLICT') && !isProofgateError(error, 'DUPLICATE_EVENT_ID')) throw error;
@@ -100,7 +112,9 @@ async function ensureRun(storage: RunStorage, runId: string, at: string): Promis
 export type ApprovalWrite = { readonly kind: 'recorded' } | { readonly kind: 'already' } | { readonly kind: 'refused'; readonly reason: string };
 
 /** Record `approver`'s approval of exactly `subject` (idempotent: an answered request stays as it is). */
-export async function recordTrustApproval(storage: RunStorage, subject: TrustApprovalSubject, approver: Approver, at: string): Promise<ApprovalWrite> {
+export async function recordApproval(storage: RunStorage, subject: ApprovalSubject, approver: Approver, at: string): Promise<ApprovalWrite> {
+  if (subject.approver.toLowerCase() !== approver.login.toLowerCase())
+    return { kind: 'refused', reason: `the approval names ${subject.approver}, not ${approver.login}` };
   const runId = approvalsRunId(subject.changeId);
   await ensureRun(storage, runId, at);
   const artifact = await writeProofArtifact(storage.artifactStore, { namespace: storage.record.namespace, runId }, packet(subject));
@@ -122,7 +136,7 @@ export async function recordTrustApproval(storage: RunStorage, subject: TrustApp
 }
 
 /** Who approved exactly `subject`, while the stored approval record still covers it; else null. */
-export async function resolveTrustApproval(storage: RunStorage, subject: TrustApprovalSubject): Promise<{ readonly by: string } | null> {
+export async function resolveChangeApproval(storage: RunStorage, subject: ApprovalSubject): Promise<{ readonly by: string } | null> {
   const { request: req, input } = request(subject, proofArtifactRef(packet(subject)));
   const resolution = await resolveApproval(storage, approvalsRunId(subject.changeId), { request: req, ...input });
   if (resolution.kind !== 'allow') return null;

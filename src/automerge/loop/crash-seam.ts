@@ -19,13 +19,7 @@
  * (src/forge/local/merge.ts).
  */
 export type CrashPoint =
-  | 'status-comment-created'
-  | 'label-added'
-  | 'review-verdict-decided'
-  | 'review-comment-written'
-  | 'repair-committed'
-  | 'repair-pushed'
-  | 'merge-returned';
+  'status-comment-created' | 'label-added' | 'review-verdict-decided' | 'review-comment-written' | 'repair-committed' | 'repair-pushed' | 'merge-returned';
 
 export const CRASH_ENV = 'PROOFGATE_TEST_CRASH_AT';
 

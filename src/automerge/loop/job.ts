@@ -114,9 +114,12 @@ export class ChangeJobs {
       await store.step(changeId, 'job-joined-elsewhere', { holder: lease.holder.owner, until: lease.holder.until });
       return { kind: 'held-elsewhere', holder: lease.holder };
     }
-    const renew = setInterval(() => {
-      void store.updateLease(changeId, this.owner, this.#leaseMs).catch(() => undefined);
-    }, Math.max(1_000, Math.floor(this.#leaseMs / 3)));
+    const renew = setInterval(
+      () => {
+        void store.updateLease(changeId, this.owner, this.#leaseMs).catch(() => undefined);
+      },
+      Math.max(1_000, Math.floor(this.#leaseMs / 3)),
+    );
     try {
       await store.step(changeId, 'job-started', { owner: this.owner, ...(lease.tookOver === null ? {} : { tookOverFrom: lease.tookOver }) });
       const recovery = await recoverInterrupted(this.env, changeId, { checks: lease.unclean });
@@ -133,7 +136,12 @@ export class ChangeJobs {
           background: (work) => this.#keep(work),
         });
         rounds += 1;
-      } while ((job.rerun || (this.#manual.get(changeId)?.length ?? 0) > 0) && outcome.kind !== 'merged' && outcome.kind !== 'interrupted' && rounds <= this.#maxReruns);
+      } while (
+        (job.rerun || (this.#manual.get(changeId)?.length ?? 0) > 0) &&
+        outcome.kind !== 'merged' &&
+        outcome.kind !== 'interrupted' &&
+        rounds <= this.#maxReruns
+      );
       await store.step(changeId, 'job-finished', { owner: this.owner, outcome: outcome.kind, reason: outcome.reason });
       return { kind: 'ran', outcome };
     } finally {

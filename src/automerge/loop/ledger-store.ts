@@ -1,12 +1,27 @@
 /**
  * The automerge ledger, persisted: one event stream per change
  * (`automerge/change/<id>`) holding the ledger records (`ledger`), every step
- * the router and the loop took (`step`) and the job leases (`lease`). Appends
- * name the stream revision they were decided on; a concurrent writer makes the
- * append fail with REVISION_CONFLICT and the decision is taken again on fresh
- * state, so two processes never both run one command.
+ * the router and the loop took (`step`) and the job leases (`lease`). Every
+ * event read is validated against its schema (src/contracts/automerge-steps.ts):
+ * a malformed one is `INVALID_STORED_VALUE` naming the event and the field.
+ *
+ * The store keeps the fold of each change it has read in memory and reads
+ * only the events after the last revision it saw, before every decision and
+ * append, so an append costs the same however long the change's history is,
+ * and what another process appended is still seen. Appends name the stream
+ * revision they were decided on; a concurrent writer makes the append fail
+ * with REVISION_CONFLICT and the decision is taken again on fresh state, so
+ * two processes never both run one command.
  */
 import { ProofgateError, isProofgateError, newId, systemClock, type Clock, type JsonValue } from '../../core/index.js';
+import {
+  AUTOMERGE_STEP_NAMES,
+  knownStepSchema,
+  ledgerEventSchema,
+  leaseEventSchema,
+  stepEventSchema,
+  type KnownStep,
+} from '../../contracts/automerge-steps.js';
 import type { EventStore, NewEvent, StoredEvent } from '../../storage/ports.js';
 import {
   applyCommand,
@@ -22,7 +37,11 @@ import {
 export const AUTOMERGE_STREAM_PREFIX = 'automerge/change/';
 export const automergeStream = (changeId: string): string => `${AUTOMERGE_STREAM_PREFIX}${changeId}`;
 
-/** A step of the router or the loop, kept for the record (never folded into decisions). */
+/**
+ * A step of the router or the loop: a name, a time and JSON details, kept for
+ * the record. The steps recovery and decisions read come typed in
+ * `LoadedLedger.typedSteps` as well.
+ */
 export interface StepEvent {
   readonly step: string;
   readonly at: string;
@@ -42,39 +61,157 @@ export interface Lease {
  * killed, or hung until the lease ran out), so what it ran may be cut short.
  */
 export type LeaseAttempt =
-  | { readonly acquired: true; readonly tookOver: string | null; readonly unclean: boolean }
-  | { readonly acquired: false; readonly holder: Lease };
+  { readonly acquired: true; readonly tookOver: string | null; readonly unclean: boolean } | { readonly acquired: false; readonly holder: Lease };
 
 export interface LoadedLedger {
   readonly state: AutomergeLedgerState;
   readonly revision: number;
   readonly lease: Lease | null;
+  /** Every step, oldest first. */
   readonly steps: readonly StepEvent[];
+  /** The steps recovery and decisions read (`knownStepSchema`), typed, oldest first. */
+  readonly typedSteps: readonly KnownStep[];
 }
 
+/** One validated event of a change stream. */
+export type LedgerEvent =
+  | { readonly type: 'ledger'; readonly record: LedgerRecord }
+  | { readonly type: 'lease'; readonly lease: Lease }
+  | { readonly type: 'step'; readonly step: StepEvent; readonly typed: KnownStep | null };
+
 const MAX_ATTEMPTS = 50;
+/** Folds kept in memory (least recently used first out); a change not kept is read again in full. */
+const MAX_CACHED_CHANGES = 256;
 
 function toJson(value: unknown): JsonValue {
   return JSON.parse(JSON.stringify(value)) as JsonValue;
 }
 
-/** Fold a change stream's events (pure). */
-export function foldLedgerEvents(changeId: string, events: readonly StoredEvent[]): LoadedLedger {
-  let state = initialLedger(changeId);
-  let lease: Lease | null = null;
-  const steps: StepEvent[] = [];
-  for (const event of events) {
-    const data = event.data as Record<string, unknown>;
-    if (event.type === 'ledger') state = applyRecord(state, data.record as LedgerRecord);
-    else if (event.type === 'lease') lease = { owner: String(data.owner), until: String(data.until), released: data.released === true };
-    else if (event.type === 'step') steps.push(data as unknown as StepEvent);
+type Issues = readonly { readonly path: readonly PropertyKey[]; readonly message: string }[];
+type Decoded = { readonly ok: true; readonly event: LedgerEvent } | { readonly ok: false; readonly issues: Issues | null };
+
+/** Check an event's data against the schema of its type (`issues: null`: no such type). */
+function decode(type: string, data: unknown): Decoded {
+  switch (type) {
+    case 'ledger': {
+      const parsed = ledgerEventSchema.safeParse(data);
+      if (!parsed.success) return { ok: false, issues: parsed.error.issues };
+      const record: LedgerRecord = parsed.data.record;
+      return { ok: true, event: { type: 'ledger', record } };
+    }
+    case 'lease': {
+      const parsed = leaseEventSchema.safeParse(data);
+      return parsed.success ? { ok: true, event: { type: 'lease', lease: parsed.data } } : { ok: false, issues: parsed.error.issues };
+    }
+    case 'step': {
+      const parsed = stepEventSchema.safeParse(data);
+      if (!parsed.success) return { ok: false, issues: parsed.error.issues };
+      const step: StepEvent = parsed.data;
+      if (!AUTOMERGE_STEP_NAMES.has(step.step)) return { ok: true, event: { type: 'step', step, typed: null } };
+      const typed = knownStepSchema.safeParse(data);
+      return typed.success ? { ok: true, event: { type: 'step', step, typed: typed.data } } : { ok: false, issues: typed.error.issues };
+    }
+    default:
+      return { ok: false, issues: null };
   }
-  return { state, revision: events[events.length - 1]?.revision ?? 0, lease, steps };
+}
+
+/** Where the first issue is and what it says: `record.delivery.comment.updatedAt: expected string`. */
+function describeIssues(type: string, issues: Issues | null): { readonly field: string | null; readonly text: string } {
+  if (issues === null) return { field: null, text: `has unknown type ${type}` };
+  const issue = issues[0];
+  const field = issue === undefined || issue.path.length === 0 ? '(data)' : issue.path.map(String).join('.');
+  return { field, text: `is malformed at ${field}: ${issue?.message ?? 'invalid'}` };
+}
+
+/** Check one stored event of a change stream; unknown types and bad shapes are `INVALID_STORED_VALUE` naming the event and the field. */
+export function parseLedgerEvent(changeId: string, event: StoredEvent): LedgerEvent {
+  const decoded = decode(event.type, event.data);
+  if (decoded.ok) return decoded.event;
+  const { field, text } = describeIssues(event.type, decoded.issues);
+  throw new ProofgateError('INVALID_STORED_VALUE', `automerge ${event.type} event ${event.id} (change ${changeId}, revision ${event.revision}) ${text}`, {
+    changeId,
+    eventId: event.id,
+    type: event.type,
+    revision: event.revision,
+    field,
+  });
+}
+
+/** Check an event before it is appended, so nothing unreadable is ever stored (`INVALID_INPUT`, nothing appended). */
+function checkNewEvent(changeId: string, event: NewEvent): void {
+  const decoded = decode(event.type, event.data);
+  if (decoded.ok) return;
+  const { field, text } = describeIssues(event.type, decoded.issues);
+  throw new ProofgateError('INVALID_INPUT', `automerge ${event.type} event for change ${changeId} ${text}`, { changeId, type: event.type, field });
+}
+
+/**
+ * The running fold of one change stream. `steps` and `typedSteps` only grow;
+ * a reader gets a copy of the part that existed when it loaded.
+ */
+interface Fold {
+  readonly changeId: string;
+  revision: number;
+  state: AutomergeLedgerState;
+  lease: Lease | null;
+  readonly steps: StepEvent[];
+  readonly typedSteps: KnownStep[];
+}
+
+function newFold(changeId: string): Fold {
+  return { changeId, revision: 0, state: initialLedger(changeId), lease: null, steps: [], typedSteps: [] };
+}
+
+/** Apply the events after `fold.revision` (earlier ones, already applied, are skipped); each is validated first. */
+function advance(fold: Fold, events: readonly StoredEvent[]): void {
+  for (const event of events) {
+    if (event.revision <= fold.revision) continue;
+    if (event.revision !== fold.revision + 1) {
+      throw new ProofgateError('INTERNAL', `automerge stream of change ${fold.changeId} skips from revision ${fold.revision} to ${event.revision}`);
+    }
+    const parsed = parseLedgerEvent(fold.changeId, event);
+    if (parsed.type === 'ledger') fold.state = applyRecord(fold.state, parsed.record);
+    else if (parsed.type === 'lease') fold.lease = parsed.lease;
+    else {
+      fold.steps.push(parsed.step);
+      if (parsed.typed !== null) fold.typedSteps.push(parsed.typed);
+    }
+    fold.revision = event.revision;
+  }
+}
+
+/** What a reader sees of a fold now: later events never show up in it. */
+function view(fold: Fold): LoadedLedger {
+  const { steps, typedSteps } = fold;
+  const stepCount = steps.length;
+  const typedCount = typedSteps.length;
+  let stepsView: readonly StepEvent[] | null = null;
+  let typedView: readonly KnownStep[] | null = null;
+  return {
+    state: fold.state,
+    revision: fold.revision,
+    lease: fold.lease,
+    get steps() {
+      return (stepsView ??= Object.freeze(steps.slice(0, stepCount)));
+    },
+    get typedSteps() {
+      return (typedView ??= Object.freeze(typedSteps.slice(0, typedCount)));
+    },
+  };
+}
+
+/** Fold a change stream's events, each validated (pure). */
+export function foldLedgerEvents(changeId: string, events: readonly StoredEvent[]): LoadedLedger {
+  const fold = newFold(changeId);
+  advance(fold, events);
+  return view(fold);
 }
 
 export class LedgerStore {
   readonly events: EventStore;
   readonly #clock: Clock;
+  readonly #folds = new Map<string, Fold>();
 
   constructor(events: EventStore, clock: Clock = systemClock) {
     this.events = events;
@@ -85,8 +222,22 @@ export class LedgerStore {
     return this.#clock.now().toISOString();
   }
 
+  /**
+   * The change's ledger now: the kept fold plus the events appended since it
+   * was last read (by this store or any other process).
+   */
   async load(changeId: string): Promise<LoadedLedger> {
-    return foldLedgerEvents(changeId, await this.events.read(automergeStream(changeId)));
+    const fold = this.#folds.get(changeId) ?? newFold(changeId);
+    const events = await this.events.read(automergeStream(changeId), { fromRevision: fold.revision });
+    // Kept as the most recently used; a fold that a malformed event stopped is kept where it stopped.
+    this.#folds.delete(changeId);
+    this.#folds.set(changeId, fold);
+    if (this.#folds.size > MAX_CACHED_CHANGES) {
+      const oldest = this.#folds.keys().next().value;
+      if (oldest !== undefined) this.#folds.delete(oldest);
+    }
+    advance(fold, events);
+    return view(fold);
   }
 
   /**
@@ -99,6 +250,7 @@ export class LedgerStore {
       const loaded = await this.load(changeId);
       const { events, result } = decide(loaded);
       if (events.length === 0) return result;
+      for (const event of events) checkNewEvent(changeId, event);
       try {
         await this.events.append(stream, loaded.revision, events);
         return result;
@@ -166,7 +318,10 @@ export class LedgerStore {
     return this.appendWith(changeId, (loaded) => {
       if (loaded.lease === null || loaded.lease.owner !== owner || loaded.lease.released) return { events: [], result: false };
       const now = this.#clock.now().getTime();
-      const data = ttlMs === 'release' ? { owner, until: new Date(now).toISOString(), released: true } : { owner, until: new Date(now + ttlMs).toISOString(), released: false };
+      const data =
+        ttlMs === 'release'
+          ? { owner, until: new Date(now).toISOString(), released: true }
+          : { owner, until: new Date(now + ttlMs).toISOString(), released: false };
       return { events: [{ id: newId('aml'), type: 'lease', data }], result: true };
     });
   }

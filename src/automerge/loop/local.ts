@@ -3,16 +3,22 @@
  * The ledger lives in the same SQLite file as the forge (namespace
  * `automerge`), markers are signed with the data directory's secret, reviews
  * and repairs work in the repository itself, the configured checks run when a
- * head has none (a local forge has no CI), and every forge event, of this
- * process at once and of other processes by a short poll of the store, wakes
- * the change it names.
+ * head has none (a local forge has no CI; on the base commit too when checks
+ * fail on the head, to tell a blocked base), the forge reads the approval
+ * records of `/proofgate approve` for its review decision (a base's
+ * `requiredApprovals`), and every forge event, of this process at once and of
+ * other processes by a short poll of the store, wakes the change it names.
  */
 import type { Clock } from '../../core/index.js';
 import { systemClock } from '../../core/index.js';
 import { checkDataDir, parseOutputUrl, type LocalForge } from '../../forge/local/index.js';
+import { runChecks } from '../../forge/local/checks.js';
+import type { ForgeCheck } from '../../forge/port.js';
 import { REVIEW_RUNS_NAMESPACE } from '../../review/index.js';
 import { defaultStoragePolicy } from '../../storage/policy.js';
 import { createLocalRunStorage } from '../../storage/sqlite/index.js';
+import type { BaseChecksRequest } from './base-checks.js';
+import { headApprovals, type FactsCache } from './facts.js';
 import { ChangeJobs, type ChangeJobsOptions } from './job.js';
 import { LedgerStore } from './ledger-store.js';
 import { builtinRepair } from './repair-module.js';
@@ -21,7 +27,6 @@ import { AutomergeRouter } from './router.js';
 import { SECRET_FILE, loadOrCreateSecret } from './secret.js';
 import type { AutomergeEnvironment, LoopProgress, RepairModule, Reviewer, WaitSettings } from './types.js';
 import { ChangeSignals } from './waits.js';
-import { repositoryWorkspace } from './workspace.js';
 
 export const AUTOMERGE_NAMESPACE = 'automerge';
 
@@ -59,6 +64,48 @@ async function lastPosition(forge: LocalForge): Promise<number> {
   }
 }
 
+/** Output kept per check run on a base commit (the local forge's default for its own runs). */
+const BASE_CHECK_OUTPUT_CAP_BYTES = 1024 * 1024;
+
+/**
+ * The local forge's runs of the named checks on a change's base commit: the
+ * trusted checks of the base (`request.config`) that have no finished run
+ * there yet run once, jailed under the trusted branch's policy like any check,
+ * and are recorded on that sha (so every change on the same base reuses them).
+ */
+async function localBaseChecks(
+  forge: LocalForge,
+  context: { readonly clock: Clock; readonly dataDir: string; readonly progress: ((progress: LoopProgress) => void) | undefined },
+  request: BaseChecksRequest,
+): Promise<ForgeCheck[]> {
+  const { snapshot, names } = request;
+  const sha = snapshot.base.sha;
+  const finished = (checks: readonly ForgeCheck[], name: string): boolean =>
+    checks.some((check) => check.name === name && check.status === 'completed' && check.conclusion !== null && check.conclusion !== 'cancelled');
+  const recorded = await forge.store.checks(sha);
+  const toRun = request.config.checks.filter((check) => names.includes(check.name) && !finished(recorded, check.name));
+  if (toRun.length > 0) {
+    context.progress?.({
+      changeId: snapshot.id,
+      at: context.clock.now().toISOString(),
+      text: `running ${toRun.map((check) => check.name).join(', ')} on the base ${snapshot.base.ref} at ${sha.slice(0, 12)}: does the base fail too?`,
+    });
+    const trusted = await forge.trustedConfig();
+    await runChecks(
+      { repo: forge.repo, store: forge.store, clock: context.clock, outputCapBytes: BASE_CHECK_OUTPUT_CAP_BYTES, dataDir: context.dataDir },
+      {
+        changeId: snapshot.id,
+        headSha: sha,
+        config: { ...request.config, checks: toRun },
+        jail: trusted.config,
+        ...(request.signal === undefined ? {} : { signal: request.signal }),
+      },
+    );
+  }
+  const checks = toRun.length > 0 ? await forge.store.checks(sha) : recorded;
+  return checks.filter((check) => names.includes(check.name));
+}
+
 async function identityOf(forge: LocalForge): Promise<{ name: string; email: string }> {
   const name = (await forge.repo.configValue('user.name')) ?? 'proofgate';
   const email = (await forge.repo.configValue('user.email')) ?? 'proofgate@localhost';
@@ -76,7 +123,7 @@ export async function openLocalAutomerge(options: LocalAutomergeOptions): Promis
     forge,
     store: new LedgerStore(storage.eventStore, clock),
     secret: await loadOrCreateSecret(options.dataDir),
-    workspace: repositoryWorkspace(forge.repo.root),
+    workspace: forge.workspace,
     reviewer: options.reviewer ?? panelReviewer({ dataDir: options.dataDir, storage: reviewRuns }),
     reviewRuns,
     approvals: storage,
@@ -88,6 +135,7 @@ export async function openLocalAutomerge(options: LocalAutomergeOptions): Promis
     startChecks: async (changeId, _headSha, signal) => {
       await forge.runChecks(changeId, { signal });
     },
+    baseChecks: (request) => localBaseChecks(forge, { clock, dataDir: options.dataDir, progress: options.onProgress }, request),
     checkLog: async (url) => {
       const { namespace, runId, digest } = parseOutputUrl(url);
       const bytes = await forge.store.storage.artifactStore.read({ namespace, runId }, digest);
@@ -95,6 +143,12 @@ export async function openLocalAutomerge(options: LocalAutomergeOptions): Promis
     },
     ...(options.onProgress === undefined ? {} : { onProgress: options.onProgress }),
   };
+  // The forge's review decision counts the approval records this wiring keeps (live bindings cached per base and head).
+  const approvalFacts: FactsCache = new Map();
+  forge.useApprovals(async (snapshot, config) => {
+    if (approvalFacts.size > 256) approvalFacts.clear();
+    return headApprovals(env, snapshot, config, approvalFacts);
+  });
   const jobs = new ChangeJobs(env, options.jobs);
   const router = new AutomergeRouter(jobs, { restartOnEvents: options.restartOnEvents ?? false });
   const abort = new AbortController();
@@ -115,6 +169,7 @@ export async function openLocalAutomerge(options: LocalAutomergeOptions): Promis
     router,
     async close() {
       await jobs.close();
+      forge.useApprovals(null);
       abort.abort();
       await tail.catch(() => undefined);
       await storage.close();

@@ -9,10 +9,11 @@
 import { errorMessage, isProofgateError, newId } from '../../core/index.js';
 import type { RepoConfig } from '../../contracts/repo-config.js';
 import type { ChangeSnapshot } from '../../forge/port.js';
-import { decideAutomerge, type AutomergeDecision, type ReviewFacts } from '../decide.js';
+import { decideAutomerge, type AutomergeDecision, type AutomergeReasonCode, type ReviewFacts } from '../decide.js';
 import { type AutomergeLedgerState } from '../ledger.js';
 import { collectVerdicts, type TrustedVerdict } from '../markers.js';
 import { renderStatusComment } from '../status-comment.js';
+import { withBaseChecks } from './base-checks.js';
 import type { LoadedLedger } from './ledger-store.js';
 import { finishMerged, runMergeStep } from './merge-step.js';
 import { reviewFacts, type FactsCache } from './facts.js';
@@ -29,6 +30,8 @@ export interface LoopOutcome {
   readonly kind: LoopOutcomeKind;
   readonly changeId: string;
   readonly reason: string;
+  /** The reason code of the decision the loop ended on, when it ended on one. */
+  readonly code?: AutomergeReasonCode;
   /** The head the outcome is about (the merged head after a merge). */
   readonly head: string | null;
   readonly mergeCommit: string | null;
@@ -95,10 +98,17 @@ export async function runAutomergeLoop(env: AutomergeEnvironment, changeId: stri
   let lastKey = '';
   const progress = (text: string): void => env.onProgress?.({ changeId, at: env.store.now(), text });
 
-  const outcome = (kind: LoopOutcomeKind, reason: string, it: Iteration, head: string | null = it.snapshot.head.sha): LoopOutcome => ({
+  const outcome = (
+    kind: LoopOutcomeKind,
+    reason: string,
+    it: Iteration,
+    head: string | null = it.snapshot.head.sha,
+    code?: AutomergeReasonCode,
+  ): LoopOutcome => ({
     kind,
     changeId,
     reason,
+    ...(code === undefined ? {} : { code }),
     head,
     mergeCommit: it.state.merged?.mergeCommit ?? null,
     verdict: latestVerdict(it.verdicts, it.state.merged?.head ?? it.snapshot.head.sha),
@@ -126,9 +136,15 @@ export async function runAutomergeLoop(env: AutomergeEnvironment, changeId: stri
     }
     let state = loaded.state;
     // A merge this loop attempted may have landed right before a crash: the forge knows, the ledger catches up.
-    const attempted = loaded.steps.some((step) => step.step === 'merge-attempt' && step.head === snapshot.head.sha);
+    const attempted = loaded.typedSteps.some((step) => step.step === 'merge-attempt' && step.head === snapshot.head.sha);
     if (snapshot.state === 'merged' && state.merged === null && snapshot.mergeCommitSha !== null && attempted) {
-      state = await env.store.record(changeId, { type: 'merged', id: `recovered-${snapshot.mergeCommitSha}`, head: snapshot.head.sha, mergeCommit: snapshot.mergeCommitSha, at: env.store.now() });
+      state = await env.store.record(changeId, {
+        type: 'merged',
+        id: `recovered-${snapshot.mergeCommitSha}`,
+        head: snapshot.head.sha,
+        mergeCommit: snapshot.mergeCommitSha,
+        at: env.store.now(),
+      });
     }
     return { snapshot, config, loaded, state, verdicts };
   }
@@ -143,7 +159,12 @@ export async function runAutomergeLoop(env: AutomergeEnvironment, changeId: stri
       } else {
         progress(`rebase asked by ${command.actor}`);
         const policy = policyFromConfig(it.config, env.forge.kind);
-        await runRepairStep(env, it.snapshot, { repair: 'rebase', reason: `rebase asked by ${command.actor}`, automatic: false }, { config: it.config, checkPolicy: policy.checks, steps: it.loaded.steps, ...(signal === undefined ? {} : { signal }) });
+        await runRepairStep(
+          env,
+          it.snapshot,
+          { repair: 'rebase', reason: `rebase asked by ${command.actor}`, automatic: false },
+          { config: it.config, checkPolicy: policy.checks, steps: it.loaded.steps, ...(signal === undefined ? {} : { signal }) },
+        );
       }
     }
     return commands.length > 0;
@@ -179,12 +200,17 @@ export async function runAutomergeLoop(env: AutomergeEnvironment, changeId: stri
     checkRuns.set(head, run);
   }
 
+  async function baseProblem(reason: string): Promise<void> {
+    progress(`the checks of the base could not be read: ${reason}`);
+    await env.store.step(changeId, 'base-checks-unavailable', { reason });
+  }
+
   async function show(it: Iteration, decision: AutomergeDecision): Promise<void> {
     const key = `${decision.kind}|${decision.reason}|${it.snapshot.head.sha}`;
     if (key === lastKey) return;
     lastKey = key;
     progress(`${decision.kind}: ${decision.reason}`);
-    await env.store.step(changeId, 'decision', { kind: decision.kind, reason: decision.reason, head: it.snapshot.head.sha });
+    await env.store.step(changeId, 'decision', { kind: decision.kind, code: decision.code, reason: decision.reason, head: it.snapshot.head.sha });
     if (decision.kind === 'stop' && (it.state.automerge === null || it.state.merged !== null)) return;
     if (decision.kind === 'merge') {
       await writer.applyLabels(it.snapshot, 'merge');
@@ -194,7 +220,10 @@ export async function runAutomergeLoop(env: AutomergeEnvironment, changeId: stri
     if (decision.kind === 'block' || decision.kind === 'stop' || decision.kind === 'wait') {
       state = await env.store.record(changeId, { type: 'note', id: newId('note'), text: `${decision.kind}: ${decision.reason}`, at: env.store.now() });
     }
-    await writer.writeComment(it.snapshot, renderStatusComment({ changeId, intent: writer.intent, head: it.snapshot.head.sha, decision, timeline: state.timeline }, env.secret));
+    await writer.writeComment(
+      it.snapshot,
+      renderStatusComment({ changeId, intent: writer.intent, head: it.snapshot.head.sha, decision, timeline: state.timeline }, env.secret),
+    );
     await writer.applyLabels(it.snapshot, decision.kind);
   }
 
@@ -213,9 +242,15 @@ export async function runAutomergeLoop(env: AutomergeEnvironment, changeId: stri
       const agentFix = it.config.automerge?.agentFix !== undefined;
       // The live bindings, stored records and approvals a verdict is judged against (read only while it can merge).
       const facts = it.snapshot.state === 'open' ? await reviewFacts(env, it.snapshot, it.config, it.verdicts, factsCache) : CLOSED_FACTS;
-      const proposed = decideAutomerge(it.snapshot, it.state, policy, it.verdicts, facts);
+      let proposed = decideAutomerge(it.snapshot, it.state, policy, it.verdicts, facts);
+      if (proposed.code === 'checks-failed') {
+        // A check that fails on the head may fail on the base as well: then the base is blocked, not the change.
+        const withBase = await withBaseChecks(env, it.snapshot, it.config, policy.checks, baseProblem, signal);
+        if (withBase !== it.snapshot) proposed = decideAutomerge(withBase, it.state, policy, it.verdicts, facts);
+      }
       // Without an agent, failing checks can still be repaired by a rebase when the head is behind its base.
-      const headBehind = proposed.kind === 'repair' && proposed.repair === 'fix-checks' && !agentFix && env.repair !== null ? await headBehindBase(env, it.snapshot) : false;
+      const headBehind =
+        proposed.kind === 'repair' && proposed.repair === 'fix-checks' && !agentFix && env.repair !== null ? await headBehindBase(env, it.snapshot) : false;
       const decision = gateDecision(proposed, it.state, { repair: env.repair !== null, agentFix, headBehindBase: headBehind });
       if (decision.kind !== 'stop' && decision.kind !== 'block') startChecks(it);
       await show(it, decision);
@@ -224,12 +259,12 @@ export async function runAutomergeLoop(env: AutomergeEnvironment, changeId: stri
         case 'stop':
           if (it.state.merged !== null) {
             await finishMerged(env, writer, it.snapshot, it.state);
-            return outcome('merged', decision.reason, it, it.state.merged.head);
+            return outcome('merged', decision.reason, it, it.state.merged.head, decision.code);
           }
           if (it.state.automerge !== null) await writer.applyLabels(it.snapshot, 'stop');
-          return finish(outcome('stopped', decision.reason, it));
+          return finish(outcome('stopped', decision.reason, it, undefined, decision.code));
         case 'block':
-          return outcome('blocked', decision.reason, it);
+          return outcome('blocked', decision.reason, it, undefined, decision.code);
         case 'review':
           progress(`reviewing ${decision.head.slice(0, 12)}`);
           await runReviewStep(env, it.snapshot, signal);
@@ -237,7 +272,12 @@ export async function runAutomergeLoop(env: AutomergeEnvironment, changeId: stri
         case 'repair': {
           // Checks of this head may still run in their own worktrees: let them finish before the repair opens one.
           await checkRuns.get(decision.head);
-          const result = await runRepairStep(env, it.snapshot, { repair: decision.repair, reason: decision.reason, automatic: true }, { config: it.config, checkPolicy: policy.checks, steps: it.loaded.steps, ...(signal === undefined ? {} : { signal }) });
+          const result = await runRepairStep(
+            env,
+            it.snapshot,
+            { repair: decision.repair, reason: decision.reason, automatic: true },
+            { config: it.config, checkPolicy: policy.checks, steps: it.loaded.steps, ...(signal === undefined ? {} : { signal }) },
+          );
           progress(result.kind === 'pushed' ? `repair (${result.method}) pushed ${result.newHead.slice(0, 12)}` : `repair ${result.kind}: ${result.reason}`);
           break;
         }
@@ -246,18 +286,34 @@ export async function runAutomergeLoop(env: AutomergeEnvironment, changeId: stri
           if (merged.kind === 'merged') {
             progress(`merged ${decision.head.slice(0, 12)} as ${merged.mergeCommit.slice(0, 12)}`);
             await finishMerged(env, writer, it.snapshot, merged.state);
-            return outcome('merged', decision.reason, { ...it, state: merged.state }, decision.head);
+            return outcome('merged', decision.reason, { ...it, state: merged.state }, decision.head, decision.code);
           }
           progress(`merge refused (${merged.code}): ${merged.reason}`);
           break;
         }
         case 'wait': {
           const now = env.clock.now().getTime();
-          window = nextWindow(window, waitKindFor(it.state, it.snapshot.head.sha), it.snapshot.head.sha, now, waitSettings(it.config.automerge, env.waits));
+          window = nextWindow(
+            window,
+            waitKindFor(it.state, it.snapshot.head.sha, decision.code),
+            it.snapshot.head.sha,
+            now,
+            waitSettings(it.config.automerge, env.waits),
+          );
           if (now >= window.deadline) {
             const reason = `${window.kind} wait window of ${window.deadline - window.openedAt} ms expired: ${decision.reason}`;
             await env.store.step(changeId, 'wait-expired', { window: window.kind, reason: decision.reason });
-            return outcome('waiting', reason, it);
+            // Only a person can give a missing approval: the change is blocked until one does (the approval restarts it).
+            if (window.kind === 'review') {
+              const blocked: AutomergeDecision = {
+                kind: 'block',
+                code: decision.code,
+                reason: `no required approval within the ${window.deadline - window.openedAt} ms review window: ${decision.reason}`,
+              };
+              await show(it, blocked);
+              return outcome('blocked', blocked.reason, it, undefined, decision.code);
+            }
+            return outcome('waiting', reason, it, undefined, decision.code);
           }
           const woke = await env.signals.wait(changeId, Math.min(window.pollMs, window.deadline - now), signal);
           if (woke === 'aborted') return outcome('interrupted', 'stopped by the caller', it);

@@ -46,12 +46,7 @@ export async function runMergeStep(env: AutomergeEnvironment, snapshot: ChangeSn
 }
 
 /** Write the final comment into the status comment and clear the automerge labels. */
-export async function finishMerged(
-  env: AutomergeEnvironment,
-  writer: StatusWriter,
-  snapshot: ChangeSnapshot,
-  state: AutomergeLedgerState,
-): Promise<void> {
+export async function finishMerged(env: AutomergeEnvironment, writer: StatusWriter, snapshot: ChangeSnapshot, state: AutomergeLedgerState): Promise<void> {
   const merged = state.merged;
   if (merged === null) return;
   const body = renderFinalComment(

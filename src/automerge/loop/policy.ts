@@ -11,7 +11,6 @@ import { DEFAULT_IGNORED_CHECKS, newestChecks } from '../checks.js';
 import { defaultAutomergePolicy, type AutomergeDecision, type AutomergePolicy } from '../decide.js';
 import type { AutomergeLedgerState } from '../ledger.js';
 
-
 /** The trusted configuration of a change: `.proofgate.yml` at its base sha, once the base passed the protected-branch rule (else `PROTECTED_BRANCH`). */
 export function trustedConfig(forge: Forge, snapshot: ChangeSnapshot): Promise<RepoConfig> {
   return readChangeConfig(forge, snapshot);
@@ -41,7 +40,6 @@ export function policyFromConfig(config: RepoConfig, forgeKind: Forge['kind']): 
       ...(local ? { required: config.checks.map((check) => check.name) } : {}),
       expectChecks: expectsChecks(config, forgeKind),
     },
-    requireUpToDate: config.requireUpToDate,
     maxRepairsPerChange: automerge?.maxRepairsPerChange ?? defaultAutomergePolicy.maxRepairsPerChange,
     maxRepairsPerHead: automerge?.maxRepairsPerHead ?? defaultAutomergePolicy.maxRepairsPerHead,
   };
@@ -61,12 +59,13 @@ export interface Capabilities {
 
 /**
  * Check a decision against what can be done (pure). A repair nobody can
- * perform is a block that says why (fix-checks without an agent-fix command
- * is performed only when the head is behind its base: the rebase alone may
- * fix the checks); so is a repair that already made no
- * change from the same head (running it again would change nothing). A
- * review, repair or merge of a head that a repair already replaced (the
- * forge does not show the pushed head yet) is a wait.
+ * perform is a block that says why: `no-agent-fix` (fix-checks without an
+ * agent-fix command is performed only when the head is behind its base: the
+ * rebase alone may fix the checks), `no-repair-worker`; so is a repair that
+ * already made no change from the same head (`repair-made-no-change`: running
+ * it again would change nothing). A review, repair or merge of a head that a
+ * repair already replaced (the forge does not show the pushed head yet) is a
+ * wait (`new-head-pending`). A decision it keeps passes with its own code.
  */
 export function gateDecision(decision: AutomergeDecision, ledger: AutomergeLedgerState, capabilities: Capabilities): AutomergeDecision {
   if (decision.kind === 'review' || decision.kind === 'repair' || decision.kind === 'merge') {
@@ -74,18 +73,26 @@ export function gateDecision(decision: AutomergeDecision, ledger: AutomergeLedge
     // pull request a moment after a git push): wait for it rather than act on a head that is gone.
     const pushed = ledger.repairs.filter((r) => r.head === decision.head && r.status === 'pushed' && r.newHead !== null && r.newHead !== decision.head).pop();
     if (pushed?.newHead != null) {
-      return { kind: 'wait', reason: `repair ${pushed.id} pushed ${pushed.newHead.slice(0, 12)} from ${decision.head.slice(0, 12)}; waiting for the forge to show the new head` };
+      return {
+        kind: 'wait',
+        code: 'new-head-pending',
+        reason: `repair ${pushed.id} pushed ${pushed.newHead.slice(0, 12)} from ${decision.head.slice(0, 12)}; waiting for the forge to show the new head`,
+      };
     }
   }
   if (decision.kind !== 'repair') return decision;
   const rebaseCanFix = decision.repair === 'fix-checks' && capabilities.headBehindBase === true;
   if (decision.repair !== 'rebase' && !capabilities.agentFix && !rebaseCanFix) {
-    return { kind: 'block', reason: `${decision.reason}; no agent-fix command is configured (automerge.agentFix), so a human must fix it` };
+    return {
+      kind: 'block',
+      code: 'no-agent-fix',
+      reason: `${decision.reason}; no agent-fix command is configured (automerge.agentFix), so a human must fix it`,
+    };
   }
-  if (!capabilities.repair) return { kind: 'block', reason: `${decision.reason}; no repair worker is available` };
+  if (!capabilities.repair) return { kind: 'block', code: 'no-repair-worker', reason: `${decision.reason}; no repair worker is available` };
   const futile = ledger.repairs.find((r) => r.head === decision.head && r.repair === decision.repair && r.status === 'no-change');
   if (futile !== undefined) {
-    return { kind: 'block', reason: `${decision.reason}; repair ${futile.id} (${futile.repair}) from this head made no change` };
+    return { kind: 'block', code: 'repair-made-no-change', reason: `${decision.reason}; repair ${futile.id} (${futile.repair}) from this head made no change` };
   }
   return decision;
 }
@@ -98,7 +105,11 @@ export function gateDecision(decision: AutomergeDecision, ledger: AutomergeLedge
 export function withoutCancelledRuns(snapshot: ChangeSnapshot): ChangeSnapshot {
   const key = (check: ChangeSnapshot['checks'][number]): string => `${check.workflow ?? ''}\u0000${check.name}`;
   const onHead = snapshot.checks.filter((check) => check.headSha === snapshot.head.sha);
-  const cancelled = new Set(newestChecks(onHead).filter((check) => check.status === 'completed' && check.conclusion === 'cancelled').map(key));
+  const cancelled = new Set(
+    newestChecks(onHead)
+      .filter((check) => check.status === 'completed' && check.conclusion === 'cancelled')
+      .map(key),
+  );
   if (cancelled.size === 0) return snapshot;
   return { ...snapshot, checks: snapshot.checks.filter((check) => check.headSha !== snapshot.head.sha || !cancelled.has(key(check))) };
 }

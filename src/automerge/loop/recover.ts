@@ -15,8 +15,8 @@
  *   started and never saw finish are returned, so the loop runs them once
  *   more (their old runs will never complete).
  */
+import type { KnownStep, KnownStepOf } from '../../contracts/automerge-steps.js';
 import { collectVerdicts } from '../markers.js';
-import type { StepEvent } from './ledger-store.js';
 import type { AutomergeEnvironment } from './types.js';
 
 export interface Recovery {
@@ -26,15 +26,17 @@ export interface Recovery {
   readonly rerunChecks: ReadonlySet<string>;
 }
 
-function pushIntent(steps: readonly StepEvent[], repairId: string): StepEvent | undefined {
-  return steps.filter((step) => step.step === 'repair-push' && step.repair === repairId).pop();
+/** The latest push intent (`repair-push` step) of a repair, if any (pure). */
+export function pushIntent(steps: readonly KnownStep[], repairId: string): KnownStepOf<'repair-push'> | undefined {
+  let found: KnownStepOf<'repair-push'> | undefined;
+  for (const step of steps) if (step.step === 'repair-push' && step.repair === repairId) found = step;
+  return found;
 }
 
 /** Heads with a `checks-started` step and no later `checks-finished` or `checks-recovered` step (pure). */
-export function interruptedCheckHeads(steps: readonly StepEvent[]): Set<string> {
+export function interruptedCheckHeads(steps: readonly KnownStep[]): Set<string> {
   const open = new Set<string>();
   for (const step of steps) {
-    if (typeof step.head !== 'string') continue;
     if (step.step === 'checks-started') open.add(step.head);
     if (step.step === 'checks-finished' || step.step === 'checks-recovered') open.delete(step.head);
   }
@@ -54,7 +56,7 @@ export interface RecoveryOptions {
 export async function recoverInterrupted(env: AutomergeEnvironment, changeId: string, options: RecoveryOptions): Promise<Recovery> {
   const { store } = env;
   const loaded = await store.load(changeId);
-  const rerunChecks = options.checks ? interruptedCheckHeads(loaded.steps) : new Set<string>();
+  const rerunChecks = options.checks ? interruptedCheckHeads(loaded.typedSteps) : new Set<string>();
   const left = loaded.state.reviews.some((r) => r.status === 'dispatched') || loaded.state.repairs.some((r) => r.status === 'dispatched');
   if (!left && rerunChecks.size === 0) return { reviews: 0, repairs: 0, rerunChecks };
   const snapshot = await env.forge.snapshot(changeId);
@@ -69,9 +71,9 @@ export async function recoverInterrupted(env: AutomergeEnvironment, changeId: st
   }
   let repairs = 0;
   for (const repair of loaded.state.repairs.filter((r) => r.status === 'dispatched')) {
-    const intent = pushIntent(loaded.steps, repair.id);
+    const intent = pushIntent(loaded.typedSteps, repair.id);
     const landed = intent !== undefined && intent.newSha === snapshot.head.sha;
-    const commits = landed && Array.isArray(intent.commits) ? intent.commits.filter((c): c is string => typeof c === 'string') : [];
+    const commits = landed ? [...intent.commits] : [];
     await store.step(changeId, 'repair-recovered', { repair: repair.id, head: repair.head, pushed: landed, headNow: snapshot.head.sha });
     await store.record(changeId, {
       type: 'repair-finished',

@@ -4,10 +4,8 @@
  * it did. A pushed repair moves the head, so the next decision is a review of
  * the new head (a push invalidates every older verdict).
  */
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
 import { ProofgateError, errorMessage, isProofgateError, newId } from '../../core/index.js';
-import { gitEnvironment, safeGitArgs } from '../../host/index.js';
+import { gitText, isAncestor } from '../../host/git.js';
 import type { RepoConfig } from '../../contracts/repo-config.js';
 import type { ChangeSnapshot, PushRequest } from '../../forge/port.js';
 import { requireOwnHeadPush } from '../../forge/protection.js';
@@ -18,13 +16,17 @@ import type { FailingCheck, RepairFinding, RepairOutcome as RepairResult } from 
 import { crashPoint } from './crash-seam.js';
 import type { AutomergeEnvironment } from './types.js';
 
-const run = promisify(execFile);
-
 /** The commits `newSha` adds over the old head and the base, oldest first (best effort: [] when git cannot tell). */
 async function newCommits(repoDir: string, request: PushRequest, base: string): Promise<string[]> {
   try {
-    const { stdout } = await run('git', [...safeGitArgs(), '-C', repoDir, 'rev-list', '--reverse', request.newSha, ...(request.expectedOldSha === null ? [] : [`^${request.expectedOldSha}`]), `^${base}`], { env: gitEnvironment() });
-    return stdout.split('\n').filter((line) => /^[0-9a-f]{40,64}$/.test(line));
+    const listing = await gitText(repoDir, [
+      'rev-list',
+      '--reverse',
+      request.newSha,
+      ...(request.expectedOldSha === null ? [] : [`^${request.expectedOldSha}`]),
+      `^${base}`,
+    ]);
+    return listing.split('\n').filter((line) => /^[0-9a-f]{40,64}$/.test(line));
   } catch {
     return [];
   }
@@ -36,22 +38,30 @@ async function newCommits(repoDir: string, request: PushRequest, base: string): 
  * is (else `PROTECTED_BRANCH`, nothing pushed or recorded); the push intent is
  * recorded first (a `repair-push` step naming the new head and its commits, so
  * a restarted job can tell a push that landed from one that did not), then one
- * compare-and-swap from the head the repair started on: the workspace's
- * `pushCommits` when it has one (a git push with lease to the remote), else
- * `forge.pushBranch`.
+ * compare-and-swap from the head the repair started on, by the forge's change
+ * workspace (`publish`: the local forge moves the branch in the repository,
+ * GitHub's pushes with lease from the clone).
  */
 function publisher(env: AutomergeEnvironment, snapshot: ChangeSnapshot, repairId: string, repoDir: string): (request: PushRequest) => Promise<void> {
   return async (request) => {
     await requireOwnHeadPush(env.forge, snapshot, request.branch);
     if (request.expectedOldSha !== snapshot.head.sha) {
-      throw new ProofgateError('HEAD_MOVED', `change ${snapshot.id}: a repair pushes over the head it started on (${snapshot.head.sha}), not ${request.expectedOldSha ?? '(absent)'}`, { changeId: snapshot.id });
+      throw new ProofgateError(
+        'HEAD_MOVED',
+        `change ${snapshot.id}: a repair pushes over the head it started on (${snapshot.head.sha}), not ${request.expectedOldSha ?? '(absent)'}`,
+        { changeId: snapshot.id },
+      );
     }
     const commits = await newCommits(repoDir, request, snapshot.base.sha);
-    await env.store.step(snapshot.id, 'repair-push', { repair: repairId, branch: request.branch, oldSha: request.expectedOldSha, newSha: request.newSha, commits });
+    await env.store.step(snapshot.id, 'repair-push', {
+      repair: repairId,
+      branch: request.branch,
+      oldSha: request.expectedOldSha,
+      newSha: request.newSha,
+      commits,
+    });
     crashPoint('repair-committed');
-    const { workspace } = env;
-    if (workspace.pushCommits === undefined) await env.forge.pushBranch(request);
-    else await workspace.pushCommits(repoDir, request);
+    await env.forge.workspace.publish(repoDir, request);
     crashPoint('repair-pushed');
   };
 }
@@ -64,11 +74,10 @@ function publisher(env: AutomergeEnvironment, snapshot: ChangeSnapshot, repairId
 export async function headBehindBase(env: AutomergeEnvironment, snapshot: ChangeSnapshot): Promise<boolean> {
   if (snapshot.mergeStateStatus === 'BEHIND') return true;
   try {
-    const repoDir = await env.workspace.prepare(snapshot);
-    await run('git', [...safeGitArgs(), '-C', repoDir, 'merge-base', '--is-ancestor', snapshot.base.sha, snapshot.head.sha], { env: gitEnvironment() });
+    const repoDir = await env.forge.workspace.prepare(snapshot);
+    return !(await isAncestor(repoDir, snapshot.base.sha, snapshot.head.sha));
+  } catch {
     return false;
-  } catch (error) {
-    return (error as { code?: unknown }).code === 1;
   }
 }
 
@@ -103,7 +112,10 @@ export function findingsFor(steps: readonly StepEvent[], head: string): RepairFi
 }
 
 async function failingChecks(env: AutomergeEnvironment, snapshot: ChangeSnapshot, policy: CheckPolicy): Promise<FailingCheck[]> {
-  const summary = summarizeChecks(snapshot.checks.filter((check) => check.headSha === snapshot.head.sha), policy);
+  const summary = summarizeChecks(
+    snapshot.checks.filter((check) => check.headSha === snapshot.head.sha),
+    policy,
+  );
   const out: FailingCheck[] = [];
   const onHead = snapshot.checks.filter((check) => check.headSha === snapshot.head.sha);
   for (const blocker of summary.terminalBlockers.filter((b) => b.repairable)) {
@@ -125,18 +137,25 @@ export async function runRepairStep(
   const id = newId('rpr');
   const changeId = snapshot.id;
   const head = snapshot.head.sha;
-  await env.store.record(changeId, { type: 'repair-dispatched', id, head, repair: request.repair, automatic: request.automatic, reason: request.reason, at: env.store.now() });
+  await env.store.record(changeId, {
+    type: 'repair-dispatched',
+    id,
+    head,
+    repair: request.repair,
+    automatic: request.automatic,
+    reason: request.reason,
+    at: env.store.now(),
+  });
   let result: RepairResult;
   const module = env.repair;
   if (module === null) {
     result = { kind: 'failed', reason: 'no repair worker is available', transient: false };
   } else {
     try {
-      const repoDir = await env.workspace.prepare(snapshot);
+      const repoDir = await env.forge.workspace.prepare(snapshot);
       result = await module.runRepair({
         repoDir,
-        forge: env.forge,
-        pushCommits: publisher(env, snapshot, id, repoDir),
+        publish: publisher(env, snapshot, id, repoDir),
         snapshot,
         repair: request.repair,
         reason: request.reason,
@@ -157,7 +176,9 @@ export async function runRepairStep(
   await env.store.step(changeId, 'repair-result', {
     repair: id,
     kind: result.kind,
-    ...(result.kind === 'pushed' ? { method: result.method, oldHead: result.oldHead, newHead: result.newHead, resolved: [...result.resolved] } : { reason: result.reason }),
+    ...(result.kind === 'pushed'
+      ? { method: result.method, oldHead: result.oldHead, newHead: result.newHead, resolved: [...result.resolved] }
+      : { reason: result.reason }),
   });
   await env.store.record(changeId, {
     type: 'repair-finished',

@@ -1,24 +1,25 @@
 /**
  * The review step: run the review panel on the EXACT head of the change and
- * write the verdict comment as proofgate's own identity, with a signed
- * `review-verdict` marker naming that change, that head and this review
- * dispatch. The ledger records the dispatch before the review runs and the
- * result after the comment is written; a crash in between leaves a marker
- * that names the dispatch, so the review counts as answered.
+ * put the verdict into the change's one review comment, written as
+ * proofgate's own identity: the first review creates it, every later one (a
+ * new head, or a re-review) edits it in place. Its signed `review-verdict`
+ * marker names that change, that head and this review dispatch; the verdict
+ * it replaces moves into the comment's history (see review-comment.ts). The
+ * ledger records the dispatch before the review runs and the result after the
+ * comment is written; a crash in between leaves a marker that names the
+ * dispatch, so the review counts as answered.
  */
 import { ProofgateError, errorMessage, isProofgateError, newId } from '../../core/index.js';
 import type { ReviewFinding } from '../../contracts/index.js';
-import type { ChangeSnapshot } from '../../forge/port.js';
+import type { ChangeSnapshot, ForgeComment } from '../../forge/port.js';
 import { runReview, runReviewOnRuntime, type ReviewOptions } from '../../review/index.js';
 import type { RunStorage } from '../../storage/policy-types.js';
 import { composeMarkedBody, type ReviewVerdictFields } from '../markers.js';
-import { escapeText } from '../status-comment.js';
 import type { RepairFinding } from '../repair/index.js';
 import { crashPoint } from './crash-seam.js';
+import { writeOwnComment, type OwnComment, type OwnCommentQuery } from './own-comment.js';
+import { findReviewComment, nextReviewHistory, renderReviewComment } from './review-comment.js';
 import type { AutomergeEnvironment, Reviewer, ReviewResult } from './types.js';
-
-/** Findings shown in a verdict comment (the rest are counted). */
-const FINDINGS_SHOWN = 20;
 
 function toRepairFinding(finding: ReviewFinding): RepairFinding {
   return {
@@ -67,19 +68,28 @@ export function panelReviewer(options: PanelReviewerOptions = {}): Reviewer {
   };
 }
 
-/** The visible text of a verdict comment (outside text escaped). */
-export function renderVerdictText(snapshot: Pick<ChangeSnapshot, 'id'>, head: string, result: ReviewResult): string {
-  const lines = [`### proofgate review: ${result.verdict}`, '', `Change ${escapeText(snapshot.id)}, head \`${head}\` (review ${escapeText(result.reviewRef)}).`, ''];
-  for (const reason of result.reasons) lines.push(`- ${escapeText(reason)}`);
-  if (result.findings.length > 0) {
-    lines.push('', '**Findings**', '');
-    for (const finding of result.findings.slice(0, FINDINGS_SHOWN)) {
-      const where = finding.path === undefined ? '' : ` (${escapeText(finding.path)}${finding.line === undefined ? '' : `:${finding.line}`})`;
-      lines.push(`- ${escapeText(finding.title)}${where}: ${escapeText(finding.evidence)}`);
-    }
-    if (result.findings.length > FINDINGS_SHOWN) lines.push(`- and ${result.findings.length - FINDINGS_SHOWN} more`);
-  }
-  return lines.join('\n');
+/**
+ * The review comment this process last wrote, per forge and change. A
+ * snapshot read before that write (two reviews asked for in one batch of
+ * commands) does not show it yet; the version whose signed verdict is newer
+ * is the one edited.
+ */
+const lastWritten = new WeakMap<object, Map<string, ForgeComment>>();
+
+function currentReviewComment(env: AutomergeEnvironment, snapshot: ChangeSnapshot): OwnComment<ReviewVerdictFields> | null {
+  const query: OwnCommentQuery = { selfLogin: env.forge.selfLogin, secret: env.secret, changeId: snapshot.id };
+  const seen = findReviewComment(snapshot.comments, query);
+  const remembered = lastWritten.get(env.forge)?.get(snapshot.id);
+  const mine = remembered === undefined ? null : findReviewComment([remembered], query);
+  if (mine === null) return seen;
+  if (seen === null) return mine;
+  return Date.parse(mine.marker.fields.at) > Date.parse(seen.marker.fields.at) ? mine : seen;
+}
+
+function remember(env: AutomergeEnvironment, changeId: string, comment: ForgeComment): void {
+  const byChange = lastWritten.get(env.forge) ?? new Map<string, ForgeComment>();
+  byChange.set(changeId, comment);
+  lastWritten.set(env.forge, byChange);
 }
 
 export interface ReviewStepResult {
@@ -90,10 +100,11 @@ export interface ReviewStepResult {
 }
 
 /**
- * Review exactly `snapshot.head.sha`, write the signed verdict comment (its
- * marker binds the head and the review's diff, contract and config digests,
- * and names the review run holding the stored record), and record both ends
- * in the ledger.
+ * Review exactly `snapshot.head.sha`, put the signed verdict into the change's
+ * review comment (created by the first review, edited in place by every later
+ * one; its marker binds the head and the review's diff, contract and config
+ * digests, and names the review run holding the stored record), and record
+ * both ends in the ledger.
  */
 export async function runReviewStep(env: AutomergeEnvironment, snapshot: ChangeSnapshot, signal?: AbortSignal): Promise<ReviewStepResult> {
   const head = snapshot.head.sha;
@@ -126,8 +137,10 @@ export async function runReviewStep(env: AutomergeEnvironment, snapshot: ChangeS
     run: result.run,
   };
   crashPoint('review-verdict-decided');
-  const body = composeMarkedBody(renderVerdictText(snapshot, head, result), [fields], env.secret);
-  const comment = await env.forge.createComment(changeId, body);
+  const previous = currentReviewComment(env, snapshot);
+  const visible = renderReviewComment({ changeId, head, review: reviewId, at: fields.at, result }, nextReviewHistory(previous));
+  const { comment } = await writeOwnComment(env.forge, changeId, previous?.comment ?? null, composeMarkedBody(visible, [fields], env.secret));
+  remember(env, changeId, comment);
   crashPoint('review-comment-written');
   await env.store.step(changeId, 'review-verdict', {
     review: reviewId,

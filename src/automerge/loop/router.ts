@@ -7,11 +7,13 @@
  * or restart it when automerge is on and no job runs. Every step is an event
  * in the store.
  */
-import type { ForgeComment, ForgeEvent, RepoPermission } from '../../forge/port.js';
+import { ProofgateError } from '../../core/index.js';
+import type { ChangeSnapshot, ForgeComment, ForgeEvent, RepoPermission } from '../../forge/port.js';
 import { commandText, parseCommands, type ParsedCommand } from '../commands.js';
+import type { AutomergeDecision } from '../decide.js';
 import { automergeActive, type AutomergeLedgerState, type SkipReason } from '../ledger.js';
 import { escapeText, renderStatusComment } from '../status-comment.js';
-import { authorizeCommand } from '../trust.js';
+import { authorizeCommand, type Authorization } from '../trust.js';
 import { approveChange } from './facts.js';
 import type { ChangeJobs, Dispatch } from './job.js';
 import { trustedConfig } from './policy.js';
@@ -42,7 +44,7 @@ export const HELP_TEXT = [
   '- `/proofgate review`: review the current head again',
   '- `/proofgate rebase`: rebase the change onto its base',
   '- `/proofgate status`: refresh the status comment (while automerge is off: a short reply)',
-  '- `/proofgate approve [40-hex sha]`: approve the current head of a change that touches what proofgate trusts (maintainers only)',
+  '- `/proofgate approve [40-hex sha]`: approve the current head of a change that touches what proofgate trusts or whose base requires approvals (maintainers only)',
   '- `@proofgate proof [scenario[,scenario...]] [40-hex sha]`: ask for behavioural proof',
 ].join('\n');
 
@@ -65,6 +67,27 @@ export function statusReply(head: string, state: AutomergeLedgerState, asker: st
 }
 
 const EMPTY: RouteResult = { commands: [], refused: [], ran: [], skipped: null, dispatch: null };
+
+type Refusal = Extract<Authorization, { readonly allowed: false }>;
+
+/** Permissions that may give every command (and so have a comment replayed). */
+const WRITERS: ReadonlySet<RepoPermission> = new Set(['admin', 'maintain', 'write']);
+
+/** A comment whose commands the router acts on: its author's permission, and the replay id when it is replayed. */
+interface CommandSource {
+  readonly comment: ForgeComment;
+  readonly permission: RepoPermission;
+  readonly replay: string | null;
+}
+
+function actorOf(snapshot: ChangeSnapshot, comment: ForgeComment, permission: RepoPermission) {
+  return {
+    login: comment.author,
+    permission,
+    isChangeAuthor: snapshot.author.login.toLowerCase() === comment.author.toLowerCase(),
+    isBot: comment.authorType === 'Bot',
+  };
+}
 
 export interface RouterOptions {
   /**
@@ -133,9 +156,8 @@ export class AutomergeRouter {
     const commands = parseCommands(comment.body);
     if (commands.length === 0 || comment.author.toLowerCase() === env.forge.selfLogin.toLowerCase()) return { ...EMPTY, commands };
     const snapshot = await env.forge.snapshot(changeId);
-    const isChangeAuthor = snapshot.author.login.toLowerCase() === comment.author.toLowerCase();
     const permission: RepoPermission = options.operator === true ? 'admin' : await env.forge.permission(comment.author);
-    const actor = { login: comment.author, permission, isChangeAuthor, isBot: comment.authorType === 'Bot' };
+    const actor = actorOf(snapshot, comment, permission);
     const allowed: ParsedCommand[] = [];
     const refused: { command: string; reason: string }[] = [];
     for (const command of commands) {
@@ -148,22 +170,117 @@ export class AutomergeRouter {
       await env.store.step(changeId, 'command-refused', { comment: comment.id, command: entry.command, reason: entry.reason });
     }
     if (allowed.length === 0) return { commands, refused, ran: [], skipped: null, dispatch: null };
-    const application = await env.store.applyCommands(changeId, { comment: { id: comment.id, author: comment.author, updatedAt: comment.updatedAt }, commands: allowed });
+    const application = await env.store.applyCommands(changeId, {
+      comment: { id: comment.id, author: comment.author, updatedAt: comment.updatedAt },
+      commands: allowed,
+    });
     if (application.skipped !== null || application.run.length === 0) {
-      await env.store.step(changeId, 'command-skipped', { comment: comment.id, updatedAt: comment.updatedAt, reason: application.skipped ?? 'no-new-commands' });
+      await env.store.step(changeId, 'command-skipped', {
+        comment: comment.id,
+        updatedAt: comment.updatedAt,
+        reason: application.skipped ?? 'no-new-commands',
+      });
       return { commands, refused, ran: [], skipped: application.skipped, dispatch: null };
     }
+    const dispatch = await this.#run(changeId, snapshot, { comment, permission, replay: null }, application.run);
+    return { commands, refused, ran: application.run, skipped: null, dispatch };
+  }
+
+  /**
+   * Check that a comment may be replayed, storing nothing (`ProofgateError`
+   * otherwise, one line): it is a comment on this change (`NOT_FOUND`), it
+   * holds proofgate commands and is not proofgate's own, and its author has
+   * write permission or more and may give every command in it, as the router
+   * checks a new comment (`INVALID_INPUT`).
+   */
+  async checkReplay(
+    changeId: string,
+    commentId: string,
+  ): Promise<{
+    readonly snapshot: ChangeSnapshot;
+    readonly comment: ForgeComment;
+    readonly commands: readonly ParsedCommand[];
+    readonly permission: RepoPermission;
+  }> {
+    const env = this.#env;
+    const snapshot = await env.forge.snapshot(changeId);
+    const comment = snapshot.comments.find((candidate) => candidate.id === commentId);
+    if (comment === undefined) {
+      throw new ProofgateError(
+        'NOT_FOUND',
+        `change ${changeId} has no comment ${commentId}: only a comment on this change can be replayed (nothing was stored)`,
+        { changeId, commentId },
+      );
+    }
+    const commands = parseCommands(comment.body);
+    if (commands.length === 0 || comment.author.toLowerCase() === env.forge.selfLogin.toLowerCase()) {
+      throw new ProofgateError(
+        'INVALID_INPUT',
+        `comment ${commentId} on change ${changeId} is not a proofgate command comment; nothing to replay (nothing was stored)`,
+        { changeId, commentId },
+      );
+    }
+    const permission = await env.forge.permission(comment.author);
+    const actor = actorOf(snapshot, comment, permission);
+    const refusal = WRITERS.has(permission)
+      ? commands.map((command) => authorizeCommand(command, actor, env.forge.selfLogin)).find((verdict): verdict is Refusal => !verdict.allowed)?.reason
+      : `${comment.author} has ${permission} permission`;
+    if (refusal !== undefined) {
+      throw new ProofgateError(
+        'INVALID_INPUT',
+        `comment ${commentId} on change ${changeId} cannot be replayed: ${refusal}; only a command comment from someone with write permission can be (nothing was stored)`,
+        { changeId, commentId },
+      );
+    }
+    return { snapshot, comment, commands, permission };
+  }
+
+  /**
+   * Replay one command comment on purpose (`proofgate automerge ID --replay
+   * COMMENT_ID`): the ledger would skip it as already processed, so it is
+   * delivered again as a replay, `<comment id>:replay-<n>` at the time of the
+   * replay, and its commands run as if posted now, under its author's name.
+   * The ledger's timeline and a `command-replayed` step say who asked
+   * (`operator`). `checkReplay` refuses first, storing nothing.
+   */
+  async replayComment(changeId: string, commentId: string, operator: string): Promise<RouteResult> {
+    const env = this.#env;
+    const { snapshot, comment, commands, permission } = await this.checkReplay(changeId, commentId);
+    const before = await env.store.load(changeId);
+    const prefix = `${comment.id}:replay-`;
+    const replay = `${prefix}${Object.keys(before.state.comments).filter((id) => id.startsWith(prefix)).length + 1}`;
+    const at = env.store.now();
+    this.#progress(changeId, `replaying comment ${comment.id} by ${comment.author}, asked by ${operator}`);
+    await env.store.step(changeId, 'command-replayed', { comment: comment.id, replay, operator, author: comment.author, updatedAt: comment.updatedAt });
+    await env.store.record(changeId, { type: 'note', id: `note-${replay}`, text: `${operator} replayed comment ${comment.id} by ${comment.author}`, at });
+    const application = await env.store.applyCommands(changeId, { comment: { id: replay, author: comment.author, updatedAt: at }, commands });
+    if (application.skipped !== null || application.run.length === 0) {
+      await env.store.step(changeId, 'command-skipped', { comment: replay, updatedAt: at, reason: application.skipped ?? 'no-new-commands' });
+      return { commands, refused: [], ran: [], skipped: application.skipped, dispatch: null };
+    }
+    const dispatch = await this.#run(changeId, snapshot, { comment, permission, replay }, application.run);
+    return { commands, refused: [], ran: application.run, skipped: null, dispatch };
+  }
+
+  /** Act on the authorized, newly applied commands of one comment (or of its replay), in order. */
+  async #run(changeId: string, snapshot: ChangeSnapshot, source: CommandSource, commands: readonly ParsedCommand[]): Promise<Dispatch | null> {
+    const env = this.#env;
+    const { comment, permission } = source;
+    const replayed: Record<string, string> = source.replay === null ? {} : { replay: source.replay };
     let dispatch: Dispatch | null = null;
     const start = (): Dispatch => (dispatch ??= this.jobs.dispatch(changeId));
-    for (const command of application.run) {
+    for (const command of commands) {
       this.#progress(changeId, `${comment.author}: ${commandText(command)}`);
-      await env.store.step(changeId, 'command-run', { comment: comment.id, actor: comment.author, command: commandText(command) });
+      await env.store.step(changeId, 'command-run', { comment: comment.id, actor: comment.author, command: commandText(command), ...replayed });
       switch (command.kind) {
         case 'automerge': {
           await this.jobs.writer.applyLabels(snapshot, 'requested');
-          const decision = { kind: 'wait' as const, reason: `automerge requested by ${comment.author}; starting` };
+          const decision: AutomergeDecision = { kind: 'wait', code: 'automerge-requested', reason: `automerge requested by ${comment.author}; starting` };
           const { state } = await env.store.load(changeId);
-          await this.jobs.writer.writeComment(snapshot, renderStatusComment({ changeId, intent: this.jobs.writer.intent, head: snapshot.head.sha, decision, timeline: state.timeline }, env.secret));
+          await this.jobs.writer.writeComment(
+            snapshot,
+            renderStatusComment({ changeId, intent: this.jobs.writer.intent, head: snapshot.head.sha, decision, timeline: state.timeline }, env.secret),
+          );
           start();
           break;
         }
@@ -172,8 +289,11 @@ export class AutomergeRouter {
             env.signals.notify(changeId);
           } else {
             const { state } = await env.store.load(changeId);
-            const decision = { kind: 'stop' as const, reason: `stopped by ${comment.author}` };
-            await this.jobs.writer.writeComment(snapshot, renderStatusComment({ changeId, intent: this.jobs.writer.intent, head: snapshot.head.sha, decision, timeline: state.timeline }, env.secret));
+            const decision: AutomergeDecision = { kind: 'stop', code: 'stopped', reason: `stopped by ${comment.author}` };
+            await this.jobs.writer.writeComment(
+              snapshot,
+              renderStatusComment({ changeId, intent: this.jobs.writer.intent, head: snapshot.head.sha, decision, timeline: state.timeline }, env.secret),
+            );
             await this.jobs.writer.applyLabels(snapshot, 'stop');
           }
           break;
@@ -203,22 +323,36 @@ export class AutomergeRouter {
             break;
           }
           await env.store.step(changeId, 'approval-recorded', { comment: comment.id, actor: comment.author, head: approved.head, paths: [...approved.paths] });
-          await env.forge.createComment(changeId, `${escapeText(comment.author)} approved head ${head} of this change, which touches ${escapeText(approved.paths.join(', '))}. A new head voids this approval.`);
+          const touches = approved.paths.length === 0 ? '' : `, which touches ${escapeText(approved.paths.join(', '))}`;
+          const own =
+            actorOf(snapshot, comment, permission).isChangeAuthor && approved.required > 0
+              ? ` As the change's author, ${escapeText(comment.author)} does not count toward the ${approved.required} required approval(s).`
+              : '';
+          await env.forge.createComment(
+            changeId,
+            `${escapeText(comment.author)} approved head ${head} of this change${touches}.${own} A new head voids this approval.`,
+          );
           const { state } = await env.store.load(changeId);
           if (automergeActive(state) && state.merged === null) start();
           break;
         }
         case 'proof':
-          await env.forge.createComment(changeId, `Proof requests (asked by ${escapeText(comment.author)}) are answered by a proof producer, and none is configured for this forge; nothing was run.`);
+          await env.forge.createComment(
+            changeId,
+            `Proof requests (asked by ${escapeText(comment.author)}) are answered by a proof producer, and none is configured for this forge; nothing was run.`,
+          );
           break;
         case 'unknown':
         case 'invalid': {
-          const why = command.kind === 'invalid' ? `"${escapeText(command.text)}" is not valid: ${escapeText(command.reason)}` : `"${escapeText(command.text)}" is not a proofgate command.`;
+          const why =
+            command.kind === 'invalid'
+              ? `"${escapeText(command.text)}" is not valid: ${escapeText(command.reason)}`
+              : `"${escapeText(command.text)}" is not a proofgate command.`;
           await env.forge.createComment(changeId, `${why}\n\n${HELP_TEXT}`);
           break;
         }
       }
     }
-    return { commands, refused, ran: application.run, skipped: null, dispatch };
+    return dispatch;
   }
 }

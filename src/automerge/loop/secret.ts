@@ -13,7 +13,8 @@ async function readSecret(path: string): Promise<string> {
   const info = await stat(path);
   if ((info.mode & 0o077) !== 0) await chmod(path, 0o600);
   const text = (await readFile(path, 'utf8')).trim();
-  if (!/^[0-9a-f]{64}$/.test(text)) throw new ProofgateError('CONFIG', `${path} does not hold a proofgate secret (64 hex digits); remove it to generate a new one`);
+  if (!/^[0-9a-f]{64}$/.test(text))
+    throw new ProofgateError('CONFIG', `${path} does not hold a proofgate secret (64 hex digits); remove it to generate a new one`);
   return text;
 }
 

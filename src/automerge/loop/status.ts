@@ -4,12 +4,12 @@
  * `labelPlan` is pure; `StatusWriter` performs the edits, one at a time per
  * change, and skips writes that would not change anything.
  */
-import { isProofgateError, type ErrorCode } from '../../core/index.js';
 import type { ChangeSnapshot, Forge, ForgeComment } from '../../forge/port.js';
 import type { AutomergeDecision } from '../decide.js';
 import type { MarkerSecret } from '../markers.js';
 import { DEFAULT_STATUS_INTENT, findStatusComment } from '../status-comment.js';
 import { crashPoint } from './crash-seam.js';
+import { writeOwnComment } from './own-comment.js';
 
 export const LABELS = {
   automerge: 'proofgate:automerge',
@@ -63,9 +63,6 @@ export function labelPlan(phase: LabelPhase, present: readonly string[]): LabelP
   };
 }
 
-/** How a forge refuses an edit of a comment that is not proofgate's (or is gone): write a fresh status comment instead. */
-const NOT_OURS: readonly ErrorCode[] = ['INVALID_INPUT', 'NOT_FOUND', 'FORGE_AUTH'];
-
 /** Serializes status writes per change and remembers what it last wrote. */
 export class StatusWriter {
   readonly #forge: Forge;
@@ -88,7 +85,10 @@ export class StatusWriter {
   #serial<T>(changeId: string, task: () => Promise<T>): Promise<T> {
     const previous = this.#chains.get(changeId) ?? Promise.resolve();
     const next = previous.then(task, task);
-    this.#chains.set(changeId, next.catch(() => undefined));
+    this.#chains.set(
+      changeId,
+      next.catch(() => undefined),
+    );
     return next;
   }
 
@@ -106,18 +106,8 @@ export class StatusWriter {
       const existing =
         known ?? findStatusComment(snapshot.comments, { selfLogin: this.#forge.selfLogin, secret: this.#secret, changeId: snapshot.id, intent: this.#intent });
       if (existing !== null && existing.body === body) return null;
-      let written: ForgeComment | null = null;
-      if (existing !== null) {
-        try {
-          written = await this.#forge.editComment(snapshot.id, existing.id, body);
-        } catch (error) {
-          if (!isProofgateError(error) || !NOT_OURS.includes(error.code)) throw error;
-        }
-      }
-      if (written === null) {
-        written = await this.#forge.createComment(snapshot.id, body);
-        crashPoint('status-comment-created');
-      }
+      const { comment: written, created } = await writeOwnComment(this.#forge, snapshot.id, existing, body);
+      if (created) crashPoint('status-comment-created');
       this.#written.set(snapshot.id, written);
       return written;
     });

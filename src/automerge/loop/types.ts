@@ -5,13 +5,15 @@
  */
 import type { Clock } from '../../core/index.js';
 import type { RepoConfig } from '../../contracts/repo-config.js';
-import type { ChangeSnapshot, Forge } from '../../forge/port.js';
+import type { ChangeSnapshot, Forge, ForgeCheck } from '../../forge/port.js';
 import type { RunStorage } from '../../storage/policy-types.js';
 import type { RepairConfig, RepairContext, RepairFinding, RepairOutcome } from '../repair/index.js';
 import type { MarkerSecret, Verdict, VerdictBindings } from '../markers.js';
 import type { LedgerStore } from './ledger-store.js';
-import type { ChangeSignals } from './waits.js';
+import type { ChangeSignals, WaitSettings } from './waits.js';
 import type { Workspace } from './workspace.js';
+
+export type { WaitSettings } from './waits.js';
 
 /** Committer identity for repair commits. */
 export type RepairIdentity = RepairContext['identity'];
@@ -51,13 +53,15 @@ export interface LoopProgress {
   readonly text: string;
 }
 
-export interface WaitSettings {
-  /** Window after a repair push (default 600000 ms). */
-  readonly shepherdWaitMs: number;
-  readonly shepherdPollMs: number;
-  /** Window before a merge while checks or mergeability settle (default 600000 ms). */
-  readonly transientWaitMs: number;
-  readonly transientPollMs: number;
+/** What `AutomergeEnvironment.baseChecks` is asked for. */
+export interface BaseChecksRequest {
+  /** The change: its base sha is the commit asked about, its id names the runs. */
+  readonly snapshot: ChangeSnapshot;
+  /** The trusted config of the base (the checks to run come from it). */
+  readonly config: RepoConfig;
+  /** Names of the checks that failed on the head and have no result on the base in the snapshot. */
+  readonly names: readonly string[];
+  readonly signal?: AbortSignal;
 }
 
 export interface AutomergeEnvironment {
@@ -81,6 +85,13 @@ export interface AutomergeEnvironment {
   readonly startChecks?: (changeId: string, headSha: string, signal: AbortSignal) => Promise<void>;
   /** Reads a check's output for a repair (the local forge keeps it as an artifact). */
   readonly checkLog?: (url: string) => Promise<string | null>;
+  /**
+   * Runs on a change's base commit of checks that failed on its head, for the
+   * "base is blocked" rule (src/automerge/loop/base-checks.ts; the local forge
+   * runs the trusted checks there once per sha). Absent: the base's result is
+   * what the snapshot carries, else unknown.
+   */
+  readonly baseChecks?: (request: BaseChecksRequest) => Promise<readonly ForgeCheck[]>;
   readonly onProgress?: (progress: LoopProgress) => void;
   /** Status comment family (default `automerge`). */
   readonly intent?: string;

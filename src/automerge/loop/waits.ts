@@ -3,18 +3,34 @@
  * comment, a webhook delivery) calls `signals.notify(changeId)` and the
  * change's loop wakes at once; the poll interval is only a fallback for
  * events nobody delivered. Two wait windows bound how long a loop keeps
- * waiting: the shepherd window after a repair push and the transient window
- * before a merge (both 600000 ms by default, polled every 15000 ms).
+ * waiting: the shepherd window after a repair push, the transient window
+ * before a merge and the review window while a change waits for required
+ * approvals (each 600000 ms by default, polled every 15000 ms). The first two
+ * end the loop as waiting; the review window ends it blocked, since only a
+ * person can approve (an approval restarts the change).
  */
 import type { AutomergeConfig } from '../../contracts/repo-config.js';
 import type { AutomergeLedgerState } from '../ledger.js';
-import type { WaitSettings } from './types.js';
+
+export interface WaitSettings {
+  /** Window after a repair push (default 600000 ms). */
+  readonly shepherdWaitMs: number;
+  readonly shepherdPollMs: number;
+  /** Window before a merge while checks or mergeability settle (default 600000 ms). */
+  readonly transientWaitMs: number;
+  readonly transientPollMs: number;
+  /** Window while required approvals are missing (default 600000 ms); its expiry ends the loop blocked. */
+  readonly reviewWaitMs: number;
+  readonly reviewPollMs: number;
+}
 
 export const DEFAULT_WAIT_SETTINGS: WaitSettings = {
   shepherdWaitMs: 600_000,
   shepherdPollMs: 15_000,
   transientWaitMs: 600_000,
   transientPollMs: 15_000,
+  reviewWaitMs: 600_000,
+  reviewPollMs: 15_000,
 };
 
 /** The wait settings: explicit overrides, then the trusted `automerge:` section, then the defaults. */
@@ -24,10 +40,12 @@ export function waitSettings(config: AutomergeConfig | undefined, overrides: Par
     shepherdPollMs: overrides.shepherdPollMs ?? config?.shepherdPollMs ?? DEFAULT_WAIT_SETTINGS.shepherdPollMs,
     transientWaitMs: overrides.transientWaitMs ?? config?.transientWaitMs ?? DEFAULT_WAIT_SETTINGS.transientWaitMs,
     transientPollMs: overrides.transientPollMs ?? config?.transientPollMs ?? DEFAULT_WAIT_SETTINGS.transientPollMs,
+    reviewWaitMs: overrides.reviewWaitMs ?? config?.reviewWaitMs ?? DEFAULT_WAIT_SETTINGS.reviewWaitMs,
+    reviewPollMs: overrides.reviewPollMs ?? config?.reviewPollMs ?? DEFAULT_WAIT_SETTINGS.reviewPollMs,
   };
 }
 
-export type WaitKind = 'shepherd' | 'transient';
+export type WaitKind = 'shepherd' | 'transient' | 'review';
 
 export interface WaitWindow {
   readonly kind: WaitKind;
@@ -38,18 +56,20 @@ export interface WaitWindow {
 }
 
 /**
- * Which window a wait on `head` belongs to (pure): the shepherd window when
- * the head is what a repair pushed, else the transient window.
+ * Which window a wait on `head` belongs to (pure): the review window while
+ * required approvals are missing (`review-required`), the shepherd window
+ * when the head is what a repair pushed, else the transient window.
  */
-export function waitKindFor(ledger: AutomergeLedgerState, head: string): WaitKind {
+export function waitKindFor(ledger: AutomergeLedgerState, head: string, code?: string): WaitKind {
+  if (code === 'review-required') return 'review';
   return ledger.repairs.some((repair) => repair.status === 'pushed' && repair.newHead === head) ? 'shepherd' : 'transient';
 }
 
 /** Keep an open window for the same head and kind; otherwise open a new one (pure). */
 export function nextWindow(current: WaitWindow | null, kind: WaitKind, head: string, now: number, settings: WaitSettings): WaitWindow {
   if (current !== null && current.kind === kind && current.head === head) return current;
-  const waitMs = kind === 'shepherd' ? settings.shepherdWaitMs : settings.transientWaitMs;
-  const pollMs = kind === 'shepherd' ? settings.shepherdPollMs : settings.transientPollMs;
+  const waitMs = kind === 'shepherd' ? settings.shepherdWaitMs : kind === 'review' ? settings.reviewWaitMs : settings.transientWaitMs;
+  const pollMs = kind === 'shepherd' ? settings.shepherdPollMs : kind === 'review' ? settings.reviewPollMs : settings.transientPollMs;
   return { kind, head, openedAt: now, deadline: now + waitMs, pollMs };
 }
 

@@ -3,14 +3,15 @@ import { join } from 'node:path';
 import type { SandboxMode } from '../../host/index.js';
 import { identityEnvironment } from './git.js';
 import { openJob } from './job.js';
-import { commandEnvironment, outputTail, runCommand, whatWasKilled } from './process.js';
+import { commandEnvironment, outputTail, runCommand, whatWasKilled, withoutCutLine } from './process.js';
 import { commitChanges, treeChanges, type RefusedPath } from './tree-commit.js';
 
 /**
  * The agent-fix adapter: run the configured command on an export of the
  * start commit in a job directory (jailed unless the trusted config says
  * `sandbox: none`), with a JSON context file (why the repair runs, the
- * failing checks with their logs, the review findings). The command only
+ * failing checks with their logs, the review findings) and, on a validation
+ * pass, the failed gate's output as a second file. The command only
  * edits files: it gets no git repository, no credential and nothing it could
  * push with. proofgate itself then turns the edited tree into one commit on
  * `parents` (see tree-commit.ts), through an index the command never saw.
@@ -32,6 +33,12 @@ export interface AgentFixRequest {
   readonly parents: readonly string[];
   /** The JSON written to the context file (already redacted). */
   readonly context: unknown;
+  /**
+   * For a validation pass: the failed gate's output, already redacted and
+   * bounded, written to `gate-output.txt` beside the context file (its path in
+   * `PROOFGATE_GATE_OUTPUT`).
+   */
+  readonly gateOutput?: string | undefined;
   /** Extra environment for the agent (`PROOFGATE_*` facts). */
   readonly env: Readonly<Record<string, string>>;
   readonly identity: { readonly name: string; readonly email: string };
@@ -46,12 +53,21 @@ export type AgentFixResult =
   | { readonly kind: 'failed'; readonly reason: string; readonly transient: boolean };
 
 export const CONTEXT_FILE_ENV = 'PROOFGATE_REPAIR_CONTEXT';
+export const CONTEXT_FILE_NAME = 'repair-context.json';
+export const GATE_OUTPUT_ENV = 'PROOFGATE_GATE_OUTPUT';
+export const GATE_OUTPUT_FILE_NAME = 'gate-output.txt';
 
 export async function runAgentFix(request: AgentFixRequest): Promise<AgentFixResult> {
   const job = await openJob(request.repoDir, request.treeOf);
   try {
-    const contextPath = join(job.jobDir, 'repair-context.json');
+    // Both files sit in the job dir, beside the tree (never in it), read-only, and go with the job.
+    const contextPath = join(job.jobDir, CONTEXT_FILE_NAME);
     await writeFile(contextPath, `${JSON.stringify(request.context, null, 2)}\n`, { mode: 0o444 });
+    const files: Record<string, string> = { [CONTEXT_FILE_ENV]: contextPath };
+    if (request.gateOutput !== undefined) {
+      files[GATE_OUTPUT_ENV] = join(job.jobDir, GATE_OUTPUT_FILE_NAME);
+      await writeFile(files[GATE_OUTPUT_ENV], request.gateOutput, { mode: 0o444 });
+    }
     const passed: Record<string, string> = {};
     for (const name of request.passEnv ?? []) {
       const value = process.env[name];
@@ -60,7 +76,7 @@ export async function runAgentFix(request: AgentFixRequest): Promise<AgentFixRes
     const run = await runCommand({
       argv: request.command,
       job,
-      env: commandEnvironment(process.env, { ...passed, ...request.env, [CONTEXT_FILE_ENV]: contextPath }),
+      env: commandEnvironment(process.env, { ...passed, ...request.env, ...files }),
       sandbox: request.sandbox,
       cacheDir: request.cacheDir,
       network: request.network === true,
@@ -69,7 +85,7 @@ export async function runAgentFix(request: AgentFixRequest): Promise<AgentFixRes
       signal: request.signal,
     });
     const tail = () => {
-      const text = request.redact(outputTail(run.output));
+      const text = outputTail(request.redact(withoutCutLine(run.output, run.truncated)));
       return text === '' ? '' : `; output tail: ${text}`;
     };
     const jailed = whatWasKilled(run.sandbox);

@@ -1,18 +1,33 @@
 import type { SandboxMode } from '../../host/index.js';
 import { openJob } from './job.js';
-import { commandEnvironment, outputTail, runCommand, whatWasKilled } from './process.js';
+import { commandEnvironment, outputTail, runCommand, whatWasKilled, withoutCutLine } from './process.js';
 
 /**
  * The gate: the configured command run on a fresh export of the exact commit
  * the repair would publish, in its own job directory (jailed unless the
  * trusted config says `sandbox: none`), with the same allow-listed
  * environment as the agent. Only exit code 0 passes; a timeout, a signal or a
- * start failure fails, and the output tail goes into the reason.
+ * start failure fails, and the output tail goes into the reason. The output
+ * is redacted as a whole before any of it is cut, so a cut never splits a
+ * secret the redactor would have recognised.
  */
 
-export type GateResult =
-  | { readonly passed: true; readonly durationMs: number; readonly sandbox: SandboxMode }
-  | { readonly passed: false; readonly reason: string; readonly transient: boolean };
+export interface GateFailure {
+  readonly passed: false;
+  readonly reason: string;
+  readonly transient: boolean;
+  /** How the gate ended, in a few words: `exited with 1`, `was killed by SIGKILL`, `timed out after 600s`. */
+  readonly ended: string;
+  /**
+   * The output the runner kept, redacted (`cut`: the runner kept only its
+   * tail), when the gate ran to an end the agent can answer: an exit code or a
+   * signal. Null after a timeout (the gate spent its whole time budget), an
+   * abort or a failed start: there is nothing there for a validation pass.
+   */
+  readonly output: { readonly text: string; readonly cut: boolean } | null;
+}
+
+export type GateResult = { readonly passed: true; readonly durationMs: number; readonly sandbox: SandboxMode } | GateFailure;
 
 export interface GateRequest {
   readonly repoDir: string;
@@ -42,13 +57,24 @@ export async function runGate(request: GateRequest): Promise<GateResult> {
       signal: request.signal,
     });
     if (run.exitCode === 0 && !run.timedOut && !run.aborted) return { passed: true, durationMs: run.durationMs, sandbox: run.sandbox };
-    const text = request.redact(outputTail(run.output));
+    const output = { text: request.redact(withoutCutLine(run.output, run.truncated)), cut: run.truncated };
+    const text = outputTail(output.text);
     const tail = text === '' ? ' (no output)' : `; output tail: ${text}`;
-    if (run.aborted) return { passed: false, reason: `gate aborted; ${whatWasKilled(run.sandbox)}`, transient: true };
-    if (run.timedOut) return { passed: false, reason: `gate timed out after ${request.timeoutSeconds}s; ${whatWasKilled(run.sandbox)}${tail}`, transient: false };
-    if (run.startError !== null) return { passed: false, reason: `gate could not start: ${run.startError}`, transient: false };
-    const how = run.exitCode === null ? `was killed by ${run.signal ?? 'a signal'}` : `exited with ${run.exitCode}`;
-    return { passed: false, reason: `gate ${how}${tail}`, transient: false };
+    const fail = (ended: string, reason: string, transient: boolean, answerable: boolean): GateFailure => ({
+      passed: false,
+      reason,
+      transient,
+      ended,
+      output: answerable ? output : null,
+    });
+    if (run.aborted) return fail('aborted', `gate aborted; ${whatWasKilled(run.sandbox)}`, true, false);
+    if (run.timedOut) {
+      const ended = `timed out after ${request.timeoutSeconds}s`;
+      return fail(ended, `gate ${ended}; ${whatWasKilled(run.sandbox)}${tail}`, false, false);
+    }
+    if (run.startError !== null) return fail('could not start', `gate could not start: ${run.startError}`, false, false);
+    const ended = run.exitCode === null ? `was killed by ${run.signal ?? 'a signal'}` : `exited with ${run.exitCode}`;
+    return fail(ended, `gate ${ended}${tail}`, false, true);
   } finally {
     await job.dispose();
   }

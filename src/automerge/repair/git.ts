@@ -19,16 +19,6 @@ export function repairGitText(dir: string, args: readonly string[], options: Rep
   return gitText(dir, args, { ...options, isolated: true });
 }
 
-/** True when `ancestor` is an ancestor of (or equal to) `descendant`. */
-export async function isAncestor(dir: string, ancestor: string, descendant: string): Promise<boolean> {
-  return (await repairGit(dir, ['merge-base', '--is-ancestor', ancestor, descendant], { okExitCodes: [1] })).exitCode === 0;
-}
-
-/** True when `sha` names a commit present in the repository. */
-export async function hasCommit(dir: string, sha: string): Promise<boolean> {
-  return (await repairGit(dir, ['cat-file', '-e', `${sha}^{commit}`], { okExitCodes: [1, 128] })).exitCode === 0;
-}
-
 /** Environment that makes git record `identity` as author and committer. */
 export function identityEnvironment(identity: { readonly name: string; readonly email: string }, author = true): Record<string, string> {
   const env: Record<string, string> = { GIT_COMMITTER_NAME: identity.name, GIT_COMMITTER_EMAIL: identity.email };
@@ -47,5 +37,8 @@ export function identityEnvironment(identity: { readonly name: string; readonly 
 export async function mergeWithMarkers(dir: string, head: string, base: string, identity: { readonly name: string; readonly email: string }): Promise<string> {
   const merged = await repairGit(dir, ['merge-tree', '--write-tree', '--no-messages', head, base], { okExitCodes: [1] });
   const tree = merged.stdout.toString('utf8').split('\n')[0]?.trim() ?? '';
-  return repairGitText(dir, ['commit-tree', tree, '-p', head, '-F', '-'], { input: 'proofgate: the base merged into the head, conflicts marked\n', env: identityEnvironment(identity) });
+  return repairGitText(dir, ['commit-tree', tree, '-p', head, '-F', '-'], {
+    input: 'proofgate: the base merged into the head, conflicts marked\n',
+    env: identityEnvironment(identity),
+  });
 }

@@ -65,6 +65,18 @@ export function whatWasKilled(sandbox: SandboxMode): string {
   return sandbox === 'jail' ? 'its jail and everything in it killed' : 'process group killed';
 }
 
+/**
+ * Output the runner kept only the tail of may begin inside a secret that the
+ * redactor no longer recognises there (half a token, the end of a known value):
+ * drop that partial first line (with no line break, its first 4096 characters)
+ * before redacting.
+ */
+export function withoutCutLine(output: string, cut: boolean): string {
+  if (!cut) return output;
+  const newline = output.indexOf('\n');
+  return newline === -1 ? output.slice(Math.min(output.length, 4096)) : output.slice(newline + 1);
+}
+
 /** The last `maxChars` characters of `output`, for a one-paragraph reason. */
 export function outputTail(output: string, maxChars = 2000): string {
   const trimmed = output.trimEnd();

@@ -74,7 +74,11 @@ async function resolveAll(ws: Workspace, commit: string, stderr: string): Promis
   const conflicts = await unmergedEntries(ws);
   const paths = [...conflicts.keys()];
   if (paths.length === 0) {
-    const why = stderr.split('\n').find((line) => line.trim() !== '')?.trim() ?? 'git cherry-pick failed';
+    const why =
+      stderr
+        .split('\n')
+        .find((line) => line.trim() !== '')
+        ?.trim() ?? 'git cherry-pick failed';
     return { paths, reason: `replaying ${short(commit)} failed: ${why}` };
   }
   const resolved: ResolvedFile[] = [];

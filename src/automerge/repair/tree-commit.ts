@@ -37,12 +37,18 @@ export interface TreeChanges {
 const GIT_COMPONENT = /(?:^|\/)\.git(?:\/|$)/i;
 
 function split(out: Buffer): string[] {
-  return out.toString('utf8').split('\0').filter((part) => part !== '');
+  return out
+    .toString('utf8')
+    .split('\0')
+    .filter((part) => part !== '');
 }
 
 /** The object id git gives `bytes` as a blob (sha1 or sha256 repositories). */
 function blobId(format: string, bytes: Buffer): string {
-  return createHash(format === 'sha256' ? 'sha256' : 'sha1').update(`blob ${bytes.length}\0`).update(bytes).digest('hex');
+  return createHash(format === 'sha256' ? 'sha256' : 'sha1')
+    .update(`blob ${bytes.length}\0`)
+    .update(bytes)
+    .digest('hex');
 }
 
 /** lstat of `rel` below `root`, or null when it or any parent is missing or not a real directory. */

@@ -1,4 +1,4 @@
-import type { ChangeSnapshot, Forge, ForgeCheck, PushRequest } from '../../forge/port.js';
+import type { ChangeSnapshot, ForgeCheck, PushRequest } from '../../forge/port.js';
 import type { RepairKind } from '../ledger.js';
 import type { RepairConfig } from './config.js';
 import type { ResolvedFile } from './rebase.js';
@@ -19,16 +19,13 @@ export interface FailingCheck {
 export interface RepairContext {
   /** A local git repository holding the base and head commits (for the local forge: the repository itself). */
   readonly repoDir: string;
-  /** `pushBranch` (compare-and-swap) is how the result is published, unless `pushCommits` is given. */
-  readonly forge: Forge;
   /**
-   * Publishes the result instead of `forge.pushBranch`: the same
-   * compare-and-swap contract (a moved branch is `HEAD_MOVED`, nothing
-   * changed), but it also carries the new commits from `repoDir` to the
-   * remote (e.g. `git push --force-with-lease` for GitHub, whose REST ref
-   * update cannot carry objects). See docs/forge.md.
+   * Publishes the result, a commit in `repoDir`: one compare-and-swap of the
+   * change's head branch (a moved branch is `HEAD_MOVED`, nothing changed).
+   * The loop's goes through the forge's change workspace
+   * (`forge.workspace.publish`); see docs/forge.md.
    */
-  readonly pushCommits?: (request: PushRequest) => Promise<void>;
+  readonly publish: (request: PushRequest) => Promise<void>;
   /** The live change the decision was made on. */
   readonly snapshot: ChangeSnapshot;
   /** From `decideAutomerge`. */

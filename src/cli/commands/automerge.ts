@@ -16,6 +16,7 @@ interface AutomergeFlags {
   repo?: string;
   data?: string;
   json?: boolean;
+  replay?: string;
 }
 
 /** One progress line for a terminal (its text may quote comments, authors and reasons: shown escaped). */
@@ -38,6 +39,8 @@ export function outcomeJson(outcome: LoopOutcome) {
   return {
     change: outcome.changeId,
     outcome: outcome.kind,
+    /** The reason code of the decision the loop ended on (null when it ended without one: interrupted, already merged). */
+    code: outcome.code ?? null,
     reason: outcome.reason,
     head: outcome.head,
     mergeCommit: outcome.mergeCommit,
@@ -109,9 +112,21 @@ export function registerAutomergeCommands(program: Command): void {
     .option('--repo <dir>', 'the git repository (default: the repository of the current directory)')
     .option('--data <dir>', 'state directory (default: $PROOFGATE_DATA_DIR, else .git/proofgate/ of the repository)')
     .option('--json', 'print the outcome as JSON')
+    .option(
+      '--replay <comment-id>',
+      'instead of posting /proofgate automerge, process again one command comment of this change that was processed before (by someone with write permission), then run the loop',
+    )
     .addHelpText(
       'after',
-      '\nExit status: 0 merged (also a change merged before: reported, nothing posted), 1 error (also a change closed without merging), 2 usage, 3 blocked (a human must look), 4 still waiting when the wait window ended, 5 stopped.',
+      [
+        '',
+        'Replay: --replay COMMENT_ID reprocesses that comment on purpose (the ledger otherwise skips a comment it has processed), e.g. after',
+        "a fix to proofgate; its commands run as if posted now, under its author's name, and the timeline records the replay and that",
+        'the local operator asked for it. Only a command comment on this change, by someone with write permission, can be replayed;',
+        'anything else is a one-line error and nothing is stored.',
+        '',
+        'Exit status: 0 merged (also a change merged before: reported, nothing posted), 1 error (also a change closed without merging), 2 usage, 3 blocked (a human must look), 4 still waiting when the wait window ended, 5 stopped.',
+      ].join('\n'),
     )
     .action(async (id: string, flags: AutomergeFlags) => {
       if (!/^[1-9][0-9]*$/.test(id)) throw usageError(`change id must be a positive number, got "${id}"`);
@@ -123,6 +138,9 @@ export function registerAutomergeCommands(program: Command): void {
         const current = await opened.forge.snapshot(id);
         if (current.state === 'closed') {
           throw new ProofgateError('NOT_MERGEABLE', `change ${id} is closed without merging; nothing to automerge (nothing was posted)`);
+        }
+        if (flags.replay !== undefined && current.state !== 'open') {
+          throw new ProofgateError('NOT_MERGEABLE', `change ${id} is ${current.state}; a comment is replayed only on an open change (nothing was stored)`);
         }
         const automerge = await openLocalAutomerge({
           forge: opened.forge,
@@ -142,6 +160,9 @@ export function registerAutomergeCommands(program: Command): void {
           if (current.state === 'merged') {
             // proofgate's own merge landed but a killed run did not record it: the job records it and writes the final comment.
             dispatch = automerge.jobs.dispatch(id);
+          } else if (flags.replay !== undefined) {
+            const routed = await automerge.router.replayComment(id, flags.replay, await opened.forge.localIdentity());
+            dispatch = routed.dispatch ?? automerge.jobs.dispatch(id);
           } else {
             const comment = await opened.forge.commentAs(id, '/proofgate automerge', await opened.forge.localIdentity());
             const routed = await automerge.router.handleComment(id, comment, { operator: true });
@@ -149,9 +170,13 @@ export function registerAutomergeCommands(program: Command): void {
           }
           const result = await dispatch.done;
           if (result.kind !== 'ran') {
-            throw new ProofgateError('INVALID_INPUT', `change ${id} is already being automerged by ${result.holder.owner} (lease until ${result.holder.until})`);
+            throw new ProofgateError(
+              'INVALID_INPUT',
+              `change ${id} is already being automerged by ${result.holder.owner} (lease until ${result.holder.until})`,
+            );
           }
-          await emit(Boolean(flags.json), outcomeJson(result.outcome), () => renderOutcome(result.outcome));
+          const replayed = flags.replay === undefined ? {} : { replayed: flags.replay };
+          await emit(Boolean(flags.json), { ...outcomeJson(result.outcome), ...replayed }, () => renderOutcome(result.outcome));
           setExitStatus(AUTOMERGE_EXIT[result.outcome.kind]);
         } finally {
           process.removeListener('SIGINT', interrupt);

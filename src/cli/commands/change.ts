@@ -48,7 +48,10 @@ function renderSnapshot(snapshot: ChangeSnapshot): string {
     `checks     ${snapshot.checks.length === 0 ? '-' : ''}`,
     ...snapshot.checks.map((check) => `  ${untrustedText(check.name)}: ${check.status}${check.conclusion === null ? '' : ` ${check.conclusion}`}`),
     `comments   ${snapshot.comments.length === 0 ? '-' : ''}`,
-    ...snapshot.comments.flatMap((comment) => [`  [${untrustedText(comment.id)}] ${untrustedText(comment.author)} at ${untrustedText(comment.updatedAt)}:`, ...untrustedText(comment.body, COMMENT_BODY).split('\n')]),
+    ...snapshot.comments.flatMap((comment) => [
+      `  [${untrustedText(comment.id)}] ${untrustedText(comment.author)} at ${untrustedText(comment.updatedAt)}:`,
+      ...untrustedText(comment.body, COMMENT_BODY).split('\n'),
+    ]),
   ];
   return lines.map((line) => line.trimEnd()).join('\n');
 }
@@ -78,7 +81,7 @@ function nonEmpty(value: string, what: string): string {
 
 const STATES = ['open', 'closed', 'merged', 'all'] as const;
 
-const AS_HELP = 'author login (default: the local git identity, user.name); never proofgate\'s own, in any letter case (RESERVED_IDENTITY)';
+const AS_HELP = "author login (default: the local git identity, user.name); never proofgate's own, in any letter case (RESERVED_IDENTITY)";
 
 export function registerChangeCommands(program: Command): void {
   const change = program.command('change').description('changes of the local forge: a head branch proposed into a base branch');
@@ -92,12 +95,24 @@ export function registerChangeCommands(program: Command): void {
       .option('--title <text>', 'title (default: the subject of the head commit)')
       .option('--as <login>', AS_HELP)
       .option('--json', 'print the snapshot as JSON')
-      .addHelpText('after', '\nRefused, with nothing registered: a base that is not protected or a head that is (PROTECTED_BRANCH), a base whose .proofgate.yml is invalid (CONFIG), proofgate\'s own login as author (RESERVED_IDENTITY).'),
+      .addHelpText(
+        'after',
+        "\nRefused, with nothing registered: a base that is not protected or a head that is (PROTECTED_BRANCH), a base whose .proofgate.yml is invalid (CONFIG), proofgate's own login as author (RESERVED_IDENTITY).",
+      ),
   ).action(async (flags: LocalForgeFlags & { head: string; base?: string; title?: string; as?: string }) => {
     const snapshot = await withLocalForge(flags, async (forge) =>
-      forge.openChange({ head: nonEmpty(flags.head, '--head'), base: nonEmpty(flags.base ?? (await forge.trustedBranch()), '--base'), title: flags.title, author: flags.as }),
+      forge.openChange({
+        head: nonEmpty(flags.head, '--head'),
+        base: nonEmpty(flags.base ?? (await forge.trustedBranch()), '--base'),
+        title: flags.title,
+        author: flags.as,
+      }),
     );
-    await emit(Boolean(flags.json), snapshot, () => `opened change ${snapshot.id}: ${untrustedText(snapshot.head.ref)} -> ${untrustedText(snapshot.base.ref)} (head ${short(snapshot.head.sha)})`);
+    await emit(
+      Boolean(flags.json),
+      snapshot,
+      () => `opened change ${snapshot.id}: ${untrustedText(snapshot.head.ref)} -> ${untrustedText(snapshot.base.ref)} (head ${short(snapshot.head.sha)})`,
+    );
   });
 
   addLocalForgeOptions(
@@ -111,7 +126,11 @@ export function registerChangeCommands(program: Command): void {
     const records = await withLocalForge(flags, (forge) => forge.listChanges());
     const entries = records.filter((record) => flags.state === 'all' || record.state === flags.state).map(listEntry);
     await emit(Boolean(flags.json), entries, () =>
-      entries.length === 0 ? 'no changes' : entries.map((entry) => `${entry.id}\t${entry.state}\t${untrustedText(entry.head)} -> ${untrustedText(entry.base)}\t${untrustedText(entry.title)}`).join('\n'),
+      entries.length === 0
+        ? 'no changes'
+        : entries
+            .map((entry) => `${entry.id}\t${entry.state}\t${untrustedText(entry.head)} -> ${untrustedText(entry.base)}\t${untrustedText(entry.title)}`)
+            .join('\n'),
     );
   });
 
@@ -154,11 +173,7 @@ export function registerChangeCommands(program: Command): void {
   });
 
   addLocalForgeOptions(
-    change
-      .command('close')
-      .description('close a change without merging it')
-      .argument('<id>', 'change id')
-      .option('--json', 'print the snapshot as JSON'),
+    change.command('close').description('close a change without merging it').argument('<id>', 'change id').option('--json', 'print the snapshot as JSON'),
   ).action(async (id: string, flags: LocalForgeFlags) => {
     const snapshot = await withLocalForge(flags, (forge) => forge.closeChange(id));
     await emit(Boolean(flags.json), snapshot, () => `closed change ${id}`);
@@ -175,8 +190,9 @@ export function registerChangeCommands(program: Command): void {
       .option('--json', 'print {"merged","sha"} as JSON'),
   ).action(async (id: string, flags: LocalForgeFlags & { expectedHead: string; title?: string; message: string }) => {
     if (!/^[0-9a-f]{40}$/.test(flags.expectedHead)) throw usageError('--expected-head must be a full 40-character sha');
-    const result = await withLocalForge(flags, (forge) => forge.merge(id, { expectedHeadSha: flags.expectedHead, title: flags.title ?? '', message: flags.message }));
+    const result = await withLocalForge(flags, (forge) =>
+      forge.merge(id, { expectedHeadSha: flags.expectedHead, title: flags.title ?? '', message: flags.message }),
+    );
     await emit(Boolean(flags.json), result, () => `merged change ${id} as ${result.sha}`);
   });
 }
-

@@ -27,10 +27,12 @@ function renderResults(changeId: string, headSha: string, results: readonly Chec
   if (results.length === 0) return `change ${changeId}: no checks configured on the base branch`;
   const lines = [`change ${changeId} at ${headSha}:`];
   for (const result of results) {
-    lines.push(`  ${result.conclusion.padEnd(15)} ${untrustedText(result.name)} (${seconds(result.durationMs)}, ${sandboxWord(result)})${result.outputUrl === null ? '' : `  ${untrustedText(result.outputUrl)}`}`);
+    lines.push(
+      `  ${result.conclusion.padEnd(15)} ${untrustedText(result.name)} (${seconds(result.durationMs)}, ${sandboxWord(result)})${result.outputUrl === null ? '' : `  ${untrustedText(result.outputUrl)}`}`,
+    );
   }
   if (results.some((result) => result.sandbox === 'none')) {
-    lines.push('warning: checks ran UNJAILED: the trusted config says sandbox: none, so the head\'s code ran with your user\'s rights');
+    lines.push("warning: checks ran UNJAILED: the trusted config says sandbox: none, so the head's code ran with your user's rights");
   }
   return lines.join('\n');
 }
@@ -52,7 +54,8 @@ async function readCheckLog(forge: LocalForge, changeId: string, name: string): 
   // The snapshot holds the newest run of each check name on the current head.
   const check = snapshot.checks.find((entry) => entry.name === name);
   if (check === undefined) throw new ProofgateError('NOT_FOUND', `change ${changeId}: no run of check "${name}" at head ${headSha}`);
-  if (check.status !== 'completed') throw new ProofgateError('NOT_FOUND', `change ${changeId}: check "${name}" is ${check.status} at head ${headSha}; it has no output yet`);
+  if (check.status !== 'completed')
+    throw new ProofgateError('NOT_FOUND', `change ${changeId}: check "${name}" is ${check.status} at head ${headSha}; it has no output yet`);
   let output = '';
   if (check.url !== null) {
     const { namespace, runId, digest } = parseOutputUrl(check.url);
@@ -83,7 +86,9 @@ export function registerChecksCommands(program: Command): void {
     await emit(Boolean(flags.json), { changeId: id, headSha, results }, () => renderResults(id, headSha, results));
     const failed = results.filter((result) => result.conclusion !== 'success');
     if (failed.length > 0) {
-      process.stderr.write(`proofgate: ${failed.length} of ${results.length} checks did not pass: ${failed.map((result) => `${untrustedText(result.name)} (${result.conclusion})`).join(', ')}\n`);
+      process.stderr.write(
+        `proofgate: ${failed.length} of ${results.length} checks did not pass: ${failed.map((result) => `${untrustedText(result.name)} (${result.conclusion})`).join(', ')}\n`,
+      );
       setExitStatus(EXIT.failure);
     }
   });

@@ -18,7 +18,7 @@ export function registerConfigCommands(program: Command): void {
       .option('--json', 'print {"trustedBranch","protectedBranches"} as JSON')
       .addHelpText(
         'after',
-        '\nWithout a setting the trusted branch is `main`, else `master`, written down the first time the data directory is used. Changes may only target a protected branch (the trusted branch and its config\'s protectedBranches), and a protected branch is never a change\'s head.',
+        "\nWithout a setting the trusted branch is `main`, else `master`, written down the first time the data directory is used. Changes may only target a protected branch (the trusted branch and its config's protectedBranches), and a protected branch is never a change's head.",
       ),
   ).action(async (name: string | undefined, flags: LocalForgeFlags) => {
     if (name !== undefined) {
@@ -32,6 +32,11 @@ export function registerConfigCommands(program: Command): void {
       const trusted = await forge.trustedConfig();
       return { trustedBranch: trusted.branch, protectedBranches: protectedBranchNames(trusted.branch, trusted.config) };
     });
-    await emit(Boolean(flags.json), shown, () => `trusted branch      ${untrustedText(shown.trustedBranch)}\nprotected branches  ${shown.protectedBranches.map((name) => untrustedText(name)).join(', ')}`);
+    await emit(
+      Boolean(flags.json),
+      shown,
+      () =>
+        `trusted branch      ${untrustedText(shown.trustedBranch)}\nprotected branches  ${shown.protectedBranches.map((name) => untrustedText(name)).join(', ')}`,
+    );
   });
 }

@@ -31,7 +31,9 @@ export function registerDemoCommands(program: Command): void {
         ].join('\n'),
       );
       if (!result.ok) {
-        const wrong = result.rows.filter((row) => row.outcome !== row.expected).map((row) => `change ${row.change} ${row.outcome} (expected ${row.expected}): ${row.reason}`);
+        const wrong = result.rows
+          .filter((row) => row.outcome !== row.expected)
+          .map((row) => `change ${row.change} ${row.outcome} (expected ${row.expected}): ${row.reason}`);
         throw new ProofgateError('INTERNAL', `the demo did not end as expected: ${wrong.join('; ')}`);
       }
       setExitStatus(0);

@@ -83,7 +83,9 @@ async function reviewAction(flags: ReviewFlags): Promise<void> {
     },
   }).finally(() => storage.close());
   const { outcome, runId } = result;
-  await emit(Boolean(flags.json), { ...outcome, run_id: runId, accepted_result: { position: result.position, record_digest: result.record.digest } }, () => renderReview(outcome, runId));
+  await emit(Boolean(flags.json), { ...outcome, run_id: runId, accepted_result: { position: result.position, record_digest: result.record.digest } }, () =>
+    renderReview(outcome, runId),
+  );
   exitWith(REVIEW_EXIT[outcome.verdict]);
 }
 
@@ -93,7 +95,10 @@ async function validateAction(resultFile: string, flags: { request: string; json
   const request = reviewRequestSchema.safeParse(requestValue);
   if (!request.success) {
     const issue = request.error.issues[0];
-    throw new ProofgateError('INVALID_INPUT', `${flags.request} is not a review-request.v1: ${issue?.path.join('.') || 'request'}: ${issue?.message ?? 'invalid'}`);
+    throw new ProofgateError(
+      'INVALID_INPUT',
+      `${flags.request} is not a review-request.v1: ${issue?.path.join('.') || 'request'}: ${issue?.message ?? 'invalid'}`,
+    );
   }
   const validation = await validateLaneResult(raw, request.data);
   await emit(Boolean(flags.json), validation, () => (validation.valid ? 'valid' : `invalid: ${validation.code}: ${untrustedText(validation.reason)}`));

@@ -118,11 +118,12 @@ function describeEvent(event: RunEvent): string {
 
 export function registerRunsCommands(program: Command): void {
   const runs = program.command('runs').description('inspect graph runs kept in the local store');
-  const storeOptions = (command: Command) => command
-    .option('--repo <dir>', 'repository whose store to read', '.')
-    .option('--data <dir>', 'data directory (default: $PROOFGATE_DATA_DIR, else proofgate/ in the git directory of --repo, else ./.proofgate)')
-    .option('--namespace <name>', 'storage namespace', 'default')
-    .option('--json', 'print JSON');
+  const storeOptions = (command: Command) =>
+    command
+      .option('--repo <dir>', 'repository whose store to read', '.')
+      .option('--data <dir>', 'data directory (default: $PROOFGATE_DATA_DIR, else proofgate/ in the git directory of --repo, else ./.proofgate)')
+      .option('--namespace <name>', 'storage namespace', 'default')
+      .option('--json', 'print JSON');
 
   storeOptions(runs.command('list').description('list runs with their status')).action(async (options: StoreOptions) => {
     const storage = await openStore(options);
@@ -141,8 +142,8 @@ export function registerRunsCommands(program: Command): void {
     await emit(Boolean(options.json), summaries, () => (summaries.length === 0 ? 'no runs' : summaries.map(listLine).join('\n')));
   });
 
-  storeOptions(runs.command('show').description('show a run as a timeline (--json: its raw events)').argument('<runId>', 'run id'))
-    .action(async (runIdArg: string, options: StoreOptions) => {
+  storeOptions(runs.command('show').description('show a run as a timeline (--json: its raw events)').argument('<runId>', 'run id')).action(
+    async (runIdArg: string, options: StoreOptions) => {
       const runId = checkRunId(runIdArg);
       const storage = await openStore(options);
       if (!storage) throw new ProofgateError('NOT_FOUND', `run ${runId} not found (no namespace ${options.namespace} in ${await storeDirectory(options)})`);
@@ -153,12 +154,20 @@ export function registerRunsCommands(program: Command): void {
         if (parsed.kind === 'unreadable') throw new ProofgateError('INVALID_STORED_VALUE', `run ${runId} is unreadable: ${parsed.reason}`, { runId });
         const related = (await storage.eventStore.listStreams(`${runStreamId(runId)}/`)).map((stream) => `${stream.streamId} (${stream.revision} events)`);
         await emit(Boolean(options.json), events, () => {
-          const lines = parsed.events.map((event) => `${String(event.revision).padStart(4)}  ${untrustedText(event.recordedAt)}  ${event.type.padEnd(19)} ${untrustedText(describeEvent(event))}`);
+          const lines = parsed.events.map(
+            (event) =>
+              `${String(event.revision).padStart(4)}  ${untrustedText(event.recordedAt)}  ${event.type.padEnd(19)} ${untrustedText(describeEvent(event))}`,
+          );
           const status = statusOf(events);
-          return [`run ${runId}: ${status}`, ...lines, ...(related.length > 0 ? ['related streams:', ...related.map((line) => `  ${untrustedText(line)}`)] : [])].join('\n');
+          return [
+            `run ${runId}: ${status}`,
+            ...lines,
+            ...(related.length > 0 ? ['related streams:', ...related.map((line) => `  ${untrustedText(line)}`)] : []),
+          ].join('\n');
         });
       } finally {
         await storage.close();
       }
-    });
+    },
+  );
 }

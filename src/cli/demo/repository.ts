@@ -4,13 +4,9 @@
  * agent-fix formatter), and four branches, each one a change that shows one
  * path of the automerge loop.
  */
-import { execFile } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { promisify } from 'node:util';
-import { gitEnvironment, safeGitArgs, type SandboxMode } from '../../host/index.js';
-
-const run = promisify(execFile);
+import { gitText, type SandboxMode } from '../../host/index.js';
 
 export const DEMO_MAINTAINER = 'Demo Maintainer';
 export const DEMO_CONTRIBUTOR = 'Casey Contributor';
@@ -98,14 +94,14 @@ for (const name of readdirSync('test').filter((n) => n.endsWith('.test.mjs')).so
 
 export function baseFiles(sandbox: SandboxMode): Readonly<Record<string, string>> {
   return {
-  'README.md': '# greeter\n\nA tiny library used by the proofgate demo.\n',
-  'CHANGELOG.md': '# Changelog\n\n## Unreleased\n\n- first release\n',
-  'src/greet.mjs': "export function greet(name) {\n  return `Hello, ${name}!`;\n}\n",
-  'test/greet.test.mjs': "import assert from 'node:assert/strict';\nimport { greet } from '../src/greet.mjs';\nassert.equal(greet('Ada'), 'Hello, Ada!');\n",
-  'scripts/lint.mjs': LINT,
-  'scripts/test.mjs': TEST_RUNNER,
-  'scripts/fix-whitespace.mjs': FIX,
-  '.proofgate.yml': demoConfig(sandbox),
+    'README.md': '# greeter\n\nA tiny library used by the proofgate demo.\n',
+    'CHANGELOG.md': '# Changelog\n\n## Unreleased\n\n- first release\n',
+    'src/greet.mjs': 'export function greet(name) {\n  return `Hello, ${name}!`;\n}\n',
+    'test/greet.test.mjs': "import assert from 'node:assert/strict';\nimport { greet } from '../src/greet.mjs';\nassert.equal(greet('Ada'), 'Hello, Ada!');\n",
+    'scripts/lint.mjs': LINT,
+    'scripts/test.mjs': TEST_RUNNER,
+    'scripts/fix-whitespace.mjs': FIX,
+    '.proofgate.yml': demoConfig(sandbox),
   };
 }
 
@@ -115,7 +111,7 @@ export const DEMO_CHANGES: readonly DemoChange[] = [
     title: 'Add shout()',
     expect: 'merged',
     files: {
-      'src/shout.mjs': "export function shout(text) {\n  return text.toUpperCase();\n}\n",
+      'src/shout.mjs': 'export function shout(text) {\n  return text.toUpperCase();\n}\n',
       'test/shout.test.mjs': "import assert from 'node:assert/strict';\nimport { shout } from '../src/shout.mjs';\nassert.equal(shout('hi'), 'HI');\n",
       'CHANGELOG.md': '# Changelog\n\n## Unreleased\n\n- first release\n- add shout()\n',
     },
@@ -149,9 +145,8 @@ export const DEMO_CHANGES: readonly DemoChange[] = [
   },
 ];
 
-export async function git(dir: string, args: readonly string[]): Promise<string> {
-  const { stdout } = await run('git', [...safeGitArgs(), ...args], { cwd: dir, env: gitEnvironment() });
-  return stdout.trim();
+export function git(dir: string, args: readonly string[]): Promise<string> {
+  return gitText(dir, args);
 }
 
 async function writeFiles(dir: string, files: Readonly<Record<string, string>>): Promise<void> {

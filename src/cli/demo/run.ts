@@ -60,7 +60,12 @@ async function makeDataDir(dataRoot: string): Promise<string> {
     await mkdir(dataDir, { recursive: true });
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    const why = code === 'EEXIST' || code === 'ENOTDIR' ? 'it (or a path inside it) is a file, not a directory' : code === 'EACCES' || code === 'EPERM' ? 'permission denied' : errorMessage(error);
+    const why =
+      code === 'EEXIST' || code === 'ENOTDIR'
+        ? 'it (or a path inside it) is a file, not a directory'
+        : code === 'EACCES' || code === 'EPERM'
+          ? 'permission denied'
+          : errorMessage(error);
     throw new ProofgateError('DATA_DIR', `cannot keep the demo's state in ${dataRoot}: ${why}`, { dataRoot });
   }
   return dataDir;
@@ -126,8 +131,14 @@ function pad(text: string, width: number): string {
 /** The closing table: change, verdict, repairs, outcome, merged commit. */
 export function renderDemoTable(rows: readonly DemoRow[]): string {
   const header = ['change', 'title', 'verdict', 'repairs', 'outcome', 'merged commit'];
-  const body = rows.map((row) => [row.change, row.title, row.verdict ?? '-', String(row.repairs), row.outcome, row.mergeCommit?.slice(0, 12) ?? '-'].map((cell) => untrustedText(cell)));
+  const body = rows.map((row) =>
+    [row.change, row.title, row.verdict ?? '-', String(row.repairs), row.outcome, row.mergeCommit?.slice(0, 12) ?? '-'].map((cell) => untrustedText(cell)),
+  );
   const widths = header.map((title, column) => Math.max(title.length, ...body.map((cells) => (cells[column] ?? '').length)));
-  const line = (cells: readonly string[]): string => cells.map((cell, column) => pad(cell, widths[column] ?? 0)).join('  ').trimEnd();
+  const line = (cells: readonly string[]): string =>
+    cells
+      .map((cell, column) => pad(cell, widths[column] ?? 0))
+      .join('  ')
+      .trimEnd();
   return [line(header), line(widths.map((width) => '-'.repeat(width))), ...body.map(line)].join('\n');
 }

@@ -14,6 +14,7 @@ import { forgeError, httpFailure } from './errors.js';
 import { pushBranch } from './push.js';
 import { actorType, repoPermission } from './snapshot-mapping.js';
 import { readSnapshot } from './snapshot.js';
+import { defaultRemoteUrl, githubWorkspace, missingWorkspace, type GitHubWorkspaceOptions } from './workspace.js';
 
 interface ForgeTarget {
   readonly owner: string;
@@ -25,10 +26,11 @@ interface ForgeTarget {
   readonly pageSize?: number;
   /** The trusted branch (default: the repository's default branch, asked once). */
   readonly trustedBranch?: string;
+  /** The change workspace: where clones live and the git remote (without it, `workspace` refuses with `CONFIG`). */
+  readonly workspace?: GitHubWorkspaceOptions;
 }
 
-export type GitHubForgeOptions = ForgeTarget &
-  ({ readonly octokit: Octokit } | (GitHubClientOptions & { readonly octokit?: undefined }));
+export type GitHubForgeOptions = ForgeTarget & ({ readonly octokit: Octokit } | (GitHubClientOptions & { readonly octokit?: undefined }));
 
 interface RestComment {
   readonly id: number | bigint;
@@ -63,7 +65,8 @@ export function createGitHubForge(options: GitHubForgeOptions): Forge {
   async function askDefaultBranch(): Promise<string> {
     try {
       const { data } = await octokit.request('GET /repos/{owner}/{repo}', { owner, repo });
-      if (typeof data.default_branch !== 'string' || data.default_branch === '') throw new ProofgateError('FORGE_API', `${owner}/${repo} reports no default branch`);
+      if (typeof data.default_branch !== 'string' || data.default_branch === '')
+        throw new ProofgateError('FORGE_API', `${owner}/${repo} reports no default branch`);
       return data.default_branch;
     } catch (error) {
       defaultBranch = null;
@@ -71,9 +74,25 @@ export function createGitHubForge(options: GitHubForgeOptions): Forge {
     }
   }
 
+  /** The token the client authenticates with (a GitHub App: the installation's), for git over https. */
+  async function gitToken(): Promise<string | undefined> {
+    const auth = (await octokit.auth({ type: 'installation' })) as { token?: unknown } | null;
+    return typeof auth?.token === 'string' && auth.token !== '' ? auth.token : undefined;
+  }
+
+  const workspace =
+    options.workspace === undefined
+      ? missingWorkspace()
+      : githubWorkspace({
+          ...options.workspace,
+          remoteUrl: options.workspace.remoteUrl ?? defaultRemoteUrl(options.octokit === undefined ? options.baseUrl : undefined, owner, repo),
+          token: gitToken,
+        });
+
   return {
     kind: 'github',
     selfLogin: options.selfLogin,
+    workspace,
 
     trustedBranch(): Promise<string> {
       defaultBranch ??= askDefaultBranch();

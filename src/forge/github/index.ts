@@ -3,6 +3,16 @@ export type { GitHubAuth, GitHubClientOptions, GitHubOctokit, GitHubRetryOptions
 export { createGitHubForge } from './forge.js';
 export type { GitHubForgeOptions } from './forge.js';
 export { memoryDeliveryLedger, parseWebhookDelivery, storeDeliveryLedger } from './webhooks.js';
-export type { DeliveryKey, DeliveryLedger, DuplicateDelivery, GitHubForgeEvent, GitHubRepositoryRef, IgnoredDelivery, WebhookDelivery, WebhookHeaders, WebhookResult } from './webhooks.js';
+export type {
+  DeliveryKey,
+  DeliveryLedger,
+  DuplicateDelivery,
+  GitHubForgeEvent,
+  GitHubRepositoryRef,
+  IgnoredDelivery,
+  WebhookDelivery,
+  WebhookHeaders,
+  WebhookResult,
+} from './webhooks.js';
 export { SNAPSHOT_OPERATION, SNAPSHOT_QUERY } from './snapshot-query.js';
 export { redactSecrets } from './redact.js';

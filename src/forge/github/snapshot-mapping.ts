@@ -15,6 +15,7 @@ import type {
   Mergeable,
   MergeStateStatus,
   RepoPermission,
+  ReviewDecision,
 } from '../port.js';
 import type { GqlActor, GqlCheckContext, GqlCheckRun, GqlComment, GqlPullRequest, GqlStatusContext } from './snapshot-query.js';
 
@@ -121,6 +122,18 @@ export function mergeStateStatus(value: string): MergeStateStatus {
   return MERGE_STATES.includes(value as MergeStateStatus) ? (value as MergeStateStatus) : 'UNKNOWN';
 }
 
+const REVIEW_DECISIONS: readonly ReviewDecision[] = ['APPROVED', 'CHANGES_REQUESTED', 'REVIEW_REQUIRED'];
+
+/**
+ * GraphQL's review decision: null (or absent) when the base requires no
+ * approving review; a value this version does not know is read as
+ * REVIEW_REQUIRED (a wait), never as no requirement.
+ */
+export function reviewDecision(value: string | null | undefined): ReviewDecision | null {
+  if (value === null || value === undefined) return null;
+  return REVIEW_DECISIONS.includes(value as ReviewDecision) ? (value as ReviewDecision) : 'REVIEW_REQUIRED';
+}
+
 export interface SnapshotParts {
   readonly pr: GqlPullRequest;
   readonly checkHeadSha: string;
@@ -144,6 +157,7 @@ export function buildSnapshot(parts: SnapshotParts): ChangeSnapshot {
     author: { login: actorLogin(pr.author), permission: parts.authorPermission },
     mergeable: mergeable(pr.mergeable),
     mergeStateStatus: mergeStateStatus(pr.mergeStateStatus),
+    reviewDecision: reviewDecision(pr.reviewDecision),
     labels: (pr.labels?.nodes ?? []).flatMap((label) => (label === null ? [] : [label.name])),
     checks: parts.contexts.map((context) => mapCheckContext(context, parts.checkHeadSha)),
     comments,

@@ -23,6 +23,7 @@ export const SNAPSHOT_QUERY = `query ${SNAPSHOT_OPERATION}($owner: String!, $rep
       author { __typename login }
       mergeable
       mergeStateStatus
+      reviewDecision
       labels(first: 100) { nodes { name } }
       commits(last: 1) {
         nodes {
@@ -133,6 +134,8 @@ export interface GqlPullRequest {
   readonly author: GqlActor | null;
   readonly mergeable: string;
   readonly mergeStateStatus: string;
+  /** APPROVED, CHANGES_REQUESTED, REVIEW_REQUIRED, or null when the base requires no approving review. */
+  readonly reviewDecision: string | null;
   readonly labels: { readonly nodes: readonly ({ readonly name: string } | null)[] } | null;
   readonly commits: {
     readonly nodes: readonly ({

@@ -8,14 +8,7 @@ import { ProofgateError } from '../../core/errors.js';
 import type { ChangeSnapshot, RepoPermission } from '../port.js';
 import { forgeError } from './errors.js';
 import { buildSnapshot } from './snapshot-mapping.js';
-import {
-  SNAPSHOT_QUERY,
-  type GqlCheckContext,
-  type GqlComment,
-  type GqlPullRequest,
-  type SnapshotResponse,
-  type SnapshotVariables,
-} from './snapshot-query.js';
+import { SNAPSHOT_QUERY, type GqlCheckContext, type GqlComment, type GqlPullRequest, type SnapshotResponse, type SnapshotVariables } from './snapshot-query.js';
 
 export interface SnapshotTarget {
   readonly octokit: Octokit;

@@ -61,7 +61,10 @@ export async function parseWebhookDelivery(delivery: WebhookDelivery): Promise<W
   if (signature === null || signature === '') {
     throw new ProofgateError('WEBHOOK_SIGNATURE', 'webhook delivery has no X-Hub-Signature-256 header');
   }
-  const bytes = typeof delivery.body === 'string' ? Buffer.from(delivery.body, 'utf8') : Buffer.from(delivery.body.buffer, delivery.body.byteOffset, delivery.body.byteLength);
+  const bytes =
+    typeof delivery.body === 'string'
+      ? Buffer.from(delivery.body, 'utf8')
+      : Buffer.from(delivery.body.buffer, delivery.body.byteOffset, delivery.body.byteLength);
   if (bytes.length === 0 || !signedByAny([delivery.secret, ...(delivery.previousSecrets ?? [])], bytes, signature)) {
     throw new ProofgateError('WEBHOOK_SIGNATURE', 'webhook signature does not match the body');
   }

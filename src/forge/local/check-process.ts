@@ -32,7 +32,10 @@ export interface CheckProcessRequest {
 }
 
 /** How a check ended; `output` is stdout and stderr interleaved, the tail within the cap; `sandbox` says whether it ran jailed. */
-export type CheckProcessResult = Pick<UntrustedResult, 'exitCode' | 'signal' | 'timedOut' | 'startError' | 'output' | 'truncated' | 'durationMs' | 'sandbox'> & { readonly aborted?: boolean };
+export type CheckProcessResult = Pick<
+  UntrustedResult,
+  'exitCode' | 'signal' | 'timedOut' | 'startError' | 'output' | 'truncated' | 'durationMs' | 'sandbox'
+> & { readonly aborted?: boolean };
 
 function checkEnv(request: CheckProcessRequest): Record<string, string> {
   if (request.sandbox === 'none') return allowListedEnv(process.env, TOOLCHAIN_ENV, request.env);

@@ -88,7 +88,14 @@ function notRun(startError: string, sandbox: SandboxMode): CheckProcessResult {
  * standalone clone with `git: true`), jailed unless the trusted policy says
  * `sandbox: none`; the job dir is removed in every case.
  */
-async function runInJob(context: RunChecksContext, check: RepoCheck, sha: string, jail: JailPolicy, cacheDir: string | undefined, signal: AbortSignal | undefined): Promise<CheckProcessResult> {
+async function runInJob(
+  context: RunChecksContext,
+  check: RepoCheck,
+  sha: string,
+  jail: JailPolicy,
+  cacheDir: string | undefined,
+  signal: AbortSignal | undefined,
+): Promise<CheckProcessResult> {
   const jobDir = await makeJobDir('proofgate-check-');
   try {
     const head = join(jobDir, 'head');
@@ -120,7 +127,8 @@ async function runInJob(context: RunChecksContext, check: RepoCheck, sha: string
 async function readyJail(context: RunChecksContext, jail: JailPolicy): Promise<string | undefined> {
   if (jail.sandbox === 'jail') {
     const status = await jailStatus();
-    if (!status.available) throw new ProofgateError('JAIL_UNAVAILABLE', `checks need the jail: ${status.reason} (or set sandbox: none in the trusted config to run them unjailed)`);
+    if (!status.available)
+      throw new ProofgateError('JAIL_UNAVAILABLE', `checks need the jail: ${status.reason} (or set sandbox: none in the trusted config to run them unjailed)`);
   }
   if (jail.cacheDir === undefined) return undefined;
   return prepareCacheDir(jail.cacheDir, [context.repo.commonDir, ...(context.dataDir === undefined ? [] : [context.dataDir])]);
@@ -140,7 +148,13 @@ async function storeOutput(context: RunChecksContext, scope: { namespace: string
   }
 }
 
-async function runOneCheck(context: RunChecksContext, request: RunChecksRequest, check: RepoCheck, checkRunId: string, cacheDir: string | undefined): Promise<CheckRunResult> {
+async function runOneCheck(
+  context: RunChecksContext,
+  request: RunChecksRequest,
+  check: RepoCheck,
+  checkRunId: string,
+  cacheDir: string | undefined,
+): Promise<CheckRunResult> {
   const { store, clock } = context;
   const stream = checksStream(request.headSha);
   const startedAt = clock.now().toISOString();
@@ -215,7 +229,19 @@ export async function runChecks(context: RunChecksContext, request: RunChecksReq
       stream,
       left.map(({ check, checkRunId }) => ({
         type: 'check-completed' as const,
-        data: { checkRunId, name: check.name, headSha: request.headSha, changeIds: [request.changeId], startedAt: null, conclusion, at, exitCode: null, signal: null, durationMs: 0, output: null },
+        data: {
+          checkRunId,
+          name: check.name,
+          headSha: request.headSha,
+          changeIds: [request.changeId],
+          startedAt: null,
+          conclusion,
+          at,
+          exitCode: null,
+          signal: null,
+          durationMs: 0,
+          output: null,
+        },
       })),
     );
   };

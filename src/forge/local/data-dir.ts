@@ -36,7 +36,8 @@ export function checkDataDir(dir: string, files: readonly string[] = []): void {
     for (;;) {
       const above = statOrNull(parent);
       if (above !== null) {
-        if (!above.isDirectory()) throw new ProofgateError('DATA_DIR', `cannot use ${path} as a data directory: ${parent} is a file, not a directory`, { path });
+        if (!above.isDirectory())
+          throw new ProofgateError('DATA_DIR', `cannot use ${path} as a data directory: ${parent} is a file, not a directory`, { path });
         return;
       }
       if (dirname(parent) === parent) return;
@@ -47,7 +48,11 @@ export function checkDataDir(dir: string, files: readonly string[] = []): void {
   for (const name of [DATABASE_FILE, SETTINGS_FILE, ...files]) {
     const entry = statOrNull(join(path, name));
     if (entry !== null && !entry.isFile()) {
-      throw new ProofgateError('DATA_DIR', `cannot use ${path} as a data directory: ${name} is ${entry.isDirectory() ? 'a directory' : 'not a regular file'}; move it away`, { path, file: name });
+      throw new ProofgateError(
+        'DATA_DIR',
+        `cannot use ${path} as a data directory: ${name} is ${entry.isDirectory() ? 'a directory' : 'not a regular file'}; move it away`,
+        { path, file: name },
+      );
     }
   }
 }
@@ -83,7 +88,11 @@ export function readDataDirSettings(dir: string): DataDirSettings {
   }
   const branch = typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>).trustedBranch : null;
   if (branch !== undefined && (typeof branch !== 'string' || branch === '')) {
-    throw new ProofgateError('DATA_DIR', `${file} is not a valid settings file (expected {"trustedBranch": "NAME"}); fix it or set the branch again with \`proofgate config trusted-branch NAME\``, { file });
+    throw new ProofgateError(
+      'DATA_DIR',
+      `${file} is not a valid settings file (expected {"trustedBranch": "NAME"}); fix it or set the branch again with \`proofgate config trusted-branch NAME\``,
+      { file },
+    );
   }
   return branch === undefined ? {} : { trustedBranch: branch };
 }

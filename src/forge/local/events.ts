@@ -27,12 +27,26 @@ export function toForgeEvent(stored: StoredEvent): ForgeEvent | null {
       return { kind: 'change-closed', changeId, merged: false, deliveryId };
     case 'comment-created': {
       const data = readEventData(stored, 'comment-created');
-      const comment = { id: data.commentId, author: data.author, authorType: data.authorType as AuthorType, body: data.body, createdAt: data.at, updatedAt: data.at };
+      const comment = {
+        id: data.commentId,
+        author: data.author,
+        authorType: data.authorType as AuthorType,
+        body: data.body,
+        createdAt: data.at,
+        updatedAt: data.at,
+      };
       return { kind: 'comment-created', changeId, comment, deliveryId };
     }
     case 'comment-edited': {
       const data = readEventData(stored, 'comment-edited');
-      const comment = { id: data.commentId, author: data.author, authorType: data.authorType as AuthorType, body: data.body, createdAt: data.createdAt, updatedAt: data.at };
+      const comment = {
+        id: data.commentId,
+        author: data.author,
+        authorType: data.authorType as AuthorType,
+        body: data.body,
+        createdAt: data.createdAt,
+        updatedAt: data.at,
+      };
       return { kind: 'comment-edited', changeId, comment, deliveryId };
     }
     case 'check-completed': {

@@ -1,17 +1,20 @@
 import { userInfo } from 'node:os';
 import { ProofgateError, newId, systemClock, type Clock } from '../../core/index.js';
+import { isAncestor } from '../../host/git.js';
 import { emptyRepoConfig, protectedBranchNames, protectedBranchRefusal, sameLogin } from '../../contracts/repo-config.js';
 import type { TrustedConfig } from '../protection.js';
 import type { StoredEvent } from '../../storage/ports.js';
-import type { ChangeSnapshot, Forge, ForgeComment, MergeRequest, MergeResult, PushRequest, RepoPermission } from '../port.js';
+import type { ChangeSnapshot, ChangeWorkspace, Forge, ForgeComment, MergeRequest, MergeResult, PushRequest, RepoPermission } from '../port.js';
 import { runChecks, type CheckProgress, type CheckRunResult } from './checks.js';
 import { tailForgeEvents, toForgeEvent, type ForgeEventListener, type PositionedForgeEvent, type TailOptions } from './events.js';
 import { mergeChange } from './merge.js';
 import { branchStream, changeStream, foldChange, type ChangeRecord } from './records.js';
 import type { GitRepository } from './repository.js';
+import { localReviewDecision, type ApprovalReader } from './review-decision.js';
 import { permissionFromConfig, readLiveChange } from './snapshot.js';
 import { LocalForgeStore, type LocalForgeStorage } from './store.js';
 import { loadTrustedConfig } from './trusted-config.js';
+import { repositoryWorkspace } from './workspace.js';
 
 export interface LocalForgeOptions {
   readonly repo: GitRepository;
@@ -53,6 +56,8 @@ export class LocalForge implements Forge {
   readonly selfLogin: string;
   readonly repo: GitRepository;
   readonly store: LocalForgeStore;
+  /** The repository itself; a new head is published with `pushBranch`. */
+  readonly workspace: ChangeWorkspace;
   readonly #clock: Clock;
   readonly #trustedBranch: string | undefined;
   #trustedCache: { readonly branch: string; readonly sha: string; readonly value: TrustedConfig } | null = null;
@@ -61,6 +66,7 @@ export class LocalForge implements Forge {
   readonly #beforeBaseUpdate: (() => Promise<void>) | undefined;
   readonly #listeners = new Set<ForgeEventListener>();
   readonly #wakers = new Set<() => void>();
+  #approvals: ApprovalReader | null = null;
 
   constructor(options: LocalForgeOptions) {
     this.repo = options.repo;
@@ -71,6 +77,7 @@ export class LocalForge implements Forge {
     this.#dataDir = options.dataDir;
     this.#beforeBaseUpdate = options.beforeBaseUpdate;
     this.store = new LocalForgeStore(options.storage, (events) => this.#publish(events));
+    this.workspace = repositoryWorkspace(this.repo, (request) => this.pushBranch(request));
   }
 
   #now(): string {
@@ -135,7 +142,11 @@ export class LocalForge implements Forge {
     const branch = await this.trustedBranch();
     const sha = await this.repo.branchSha(branch);
     if (sha === null) {
-      throw new ProofgateError('PROTECTED_BRANCH', `the trusted branch "${branch}" does not exist in ${this.repo.root}; name another with \`proofgate config trusted-branch NAME\``, { branch });
+      throw new ProofgateError(
+        'PROTECTED_BRANCH',
+        `the trusted branch "${branch}" does not exist in ${this.repo.root}; name another with \`proofgate config trusted-branch NAME\``,
+        { branch },
+      );
     }
     const cached = this.#trustedCache;
     if (cached !== null && cached.branch === branch && cached.sha === sha) return cached.value;
@@ -161,7 +172,7 @@ export class LocalForge implements Forge {
     if ((await this.repo.mergeBase(baseSha, headSha)) === null) {
       throw new ProofgateError('INVALID_INPUT', `"${request.base}" and "${request.head}" share no history (the base is not an ancestor of the head)`);
     }
-    if (await this.repo.isAncestor(headSha, baseSha)) {
+    if (await isAncestor(this.repo.root, headSha, baseSha)) {
       throw new ProofgateError('INVALID_INPUT', `"${request.head}" has no commits that "${request.base}" lacks`);
     }
     await loadTrustedConfig(this.repo, request.base, baseSha);
@@ -179,8 +190,21 @@ export class LocalForge implements Forge {
     return this.store.listChanges();
   }
 
+  /**
+   * Read approvals with `reader` for the review decision of changes whose
+   * base config asks for `requiredApprovals` (the automerge wiring installs
+   * the reader of its approval records; see review-decision.ts).
+   */
+  useApprovals(reader: ApprovalReader | null): void {
+    this.#approvals = reader;
+  }
+
   async snapshot(changeId: string): Promise<ChangeSnapshot> {
-    return (await readLiveChange(this.repo, this.store, changeId, await this.trustedConfig())).snapshot;
+    const trusted = await this.trustedConfig();
+    const live = await readLiveChange(this.repo, this.store, changeId, trusted);
+    if (live.refusal !== null) return live.snapshot;
+    const reviewDecision = await localReviewDecision(live.snapshot, live.config, (login) => permissionFromConfig(trusted.config, login), this.#approvals);
+    return { ...live.snapshot, reviewDecision };
   }
 
   /** Comment as proofgate itself (a Bot). */
@@ -250,13 +274,19 @@ export class LocalForge implements Forge {
   async closeChange(changeId: string): Promise<ChangeSnapshot> {
     const record = await this.store.requireChange(changeId);
     if (record.state === 'merged') throw new ProofgateError('INVALID_INPUT', `change ${changeId} is merged; it cannot be closed`);
-    await this.store.appendWith(changeStream(changeId), (events) => (foldChange(events)?.state === 'open' ? [{ type: 'change-closed', data: { at: this.#now() } }] : []));
+    await this.store.appendWith(changeStream(changeId), (events) =>
+      foldChange(events)?.state === 'open' ? [{ type: 'change-closed', data: { at: this.#now() } }] : [],
+    );
     return this.snapshot(changeId);
   }
 
   merge(changeId: string, request: MergeRequest): Promise<MergeResult> {
     return this.trustedConfig().then((trusted) =>
-      mergeChange({ repo: this.repo, store: this.store, clock: this.#clock, selfLogin: this.selfLogin, trusted, beforeBaseUpdate: this.#beforeBaseUpdate }, changeId, request),
+      mergeChange(
+        { repo: this.repo, store: this.store, clock: this.#clock, selfLogin: this.selfLogin, trusted, beforeBaseUpdate: this.#beforeBaseUpdate },
+        changeId,
+        request,
+      ),
     );
   }
 
@@ -265,14 +295,18 @@ export class LocalForge implements Forge {
     if (!(await this.repo.isValidBranchName(request.branch))) throw new ProofgateError('INVALID_INPUT', `not a valid branch name: ${request.branch}`);
     const trusted = await this.trustedConfig();
     if (protectedBranchNames(trusted.branch, trusted.config).some((name) => name.toLowerCase() === request.branch.toLowerCase())) {
-      throw new ProofgateError('PROTECTED_BRANCH', `"${request.branch}" is a protected branch: it moves only by a merge; nothing was pushed`, { branch: request.branch });
+      throw new ProofgateError('PROTECTED_BRANCH', `"${request.branch}" is a protected branch: it moves only by a merge; nothing was pushed`, {
+        branch: request.branch,
+      });
     }
     if (!/^[0-9a-f]{40}([0-9a-f]{24})?$/.test(request.newSha)) throw new ProofgateError('INVALID_INPUT', 'pushBranch needs newSha as a full commit sha');
     const commit = await this.repo.resolveCommit(request.newSha);
     if (commit === null || commit !== request.newSha) throw new ProofgateError('NOT_FOUND', `no commit ${request.newSha} in ${this.repo.root}`);
     const swapped = await this.repo.compareAndSwapRef(`refs/heads/${request.branch}`, request.newSha, request.expectedOldSha, 'proofgate: push');
     if (!swapped) {
-      throw new ProofgateError('HEAD_MOVED', `branch ${request.branch} is no longer at ${request.expectedOldSha ?? '(absent)'}; nothing was pushed`, { branch: request.branch });
+      throw new ProofgateError('HEAD_MOVED', `branch ${request.branch} is no longer at ${request.expectedOldSha ?? '(absent)'}; nothing was pushed`, {
+        branch: request.branch,
+      });
     }
     if (request.expectedOldSha !== null) await this.repo.followCheckedOut(request.branch, request.expectedOldSha, request.newSha);
     const at = this.#now();
@@ -307,7 +341,13 @@ export class LocalForge implements Forge {
     if (live.refusal !== null) throw new ProofgateError('PROTECTED_BRANCH', `change ${changeId}: ${live.refusal}; no check was run`, { changeId });
     // The base's config names the checks; the trusted branch's names the jail policy (sandbox, cacheDir, limits).
     const results = await runChecks(
-      { repo: this.repo, store: this.store, clock: this.#clock, outputCapBytes: this.#outputCapBytes, ...(this.#dataDir === undefined ? {} : { dataDir: this.#dataDir }) },
+      {
+        repo: this.repo,
+        store: this.store,
+        clock: this.#clock,
+        outputCapBytes: this.#outputCapBytes,
+        ...(this.#dataDir === undefined ? {} : { dataDir: this.#dataDir }),
+      },
       { changeId, headSha: live.headSha, config: live.config, jail: trusted.config, onProgress: options.onProgress, signal: options.signal },
     );
     return { headSha: live.headSha, results };

@@ -10,5 +10,6 @@ export { runCheckProcess, type CheckProcessRequest, type CheckProcessResult } fr
 export { loadTrustedConfig, CONFIG_PATH } from './trusted-config.js';
 export { squashMessage } from './merge.js';
 export { permissionFromConfig } from './snapshot.js';
+export { localReviewDecision, type ApprovalReader, type HeadApproval } from './review-decision.js';
 export type { ChangeRecord } from './records.js';
 export type { LocalForgeStorage } from './store.js';

@@ -119,7 +119,9 @@ export async function mergeChange(context: MergeContext, changeId: string, reque
     if (current === null || current.state !== 'open') return [];
     return [{ type: 'change-merged', data: { mergeCommitSha: mergeSha, reviewedHeadSha: live.headSha, baseBefore, at } }];
   });
-  await store.append(branchStream(record.baseRef), [{ type: 'branch-pushed', data: { ref: `refs/heads/${record.baseRef}`, before: baseBefore, after: mergeSha, at } }]);
+  await store.append(branchStream(record.baseRef), [
+    { type: 'branch-pushed', data: { ref: `refs/heads/${record.baseRef}`, before: baseBefore, after: mergeSha, at } },
+  ]);
   await repo.followCheckedOut(record.baseRef, baseBefore, mergeSha);
   return { merged: true, sha: mergeSha };
 }

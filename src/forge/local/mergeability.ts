@@ -68,7 +68,11 @@ export function judgeMergeability(input: MergeabilityInput): MergeabilityJudgmen
     (check) => !configured.has(check.name) && check.status === 'completed' && (check.conclusion === null || !PASSING.has(check.conclusion)),
   );
   if (otherFailing.length > 0) {
-    return { mergeable: 'MERGEABLE', mergeStateStatus: 'UNSTABLE', reason: `non-required checks failed: ${otherFailing.map((check) => check.name).join(', ')}` };
+    return {
+      mergeable: 'MERGEABLE',
+      mergeStateStatus: 'UNSTABLE',
+      reason: `non-required checks failed: ${otherFailing.map((check) => check.name).join(', ')}`,
+    };
   }
   return { mergeable: 'MERGEABLE', mergeStateStatus: 'CLEAN', reason: 'clean' };
 }

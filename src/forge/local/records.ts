@@ -122,7 +122,14 @@ export function foldChange(events: readonly StoredEvent[]): ChangeRecord | null 
       case 'comment-created': {
         const data = readEventData(event, 'comment-created');
         if (!comments.has(data.commentId)) {
-          comments.set(data.commentId, { id: data.commentId, author: data.author, authorType: data.authorType as AuthorType, body: data.body, createdAt: data.at, updatedAt: data.at });
+          comments.set(data.commentId, {
+            id: data.commentId,
+            author: data.author,
+            authorType: data.authorType as AuthorType,
+            body: data.body,
+            createdAt: data.at,
+            updatedAt: data.at,
+          });
         }
         break;
       }
@@ -191,7 +198,16 @@ export function foldChecks(events: readonly StoredEvent[]): ForgeCheck[] {
   for (const event of events) {
     if (event.type === 'check-queued') {
       const data = readEventData(event, 'check-queued');
-      runs.set(data.checkRunId, { name: data.name, headSha: data.headSha, status: 'queued', conclusion: null, queuedAt: data.at, startedAt: null, completedAt: null, url: null });
+      runs.set(data.checkRunId, {
+        name: data.name,
+        headSha: data.headSha,
+        status: 'queued',
+        conclusion: null,
+        queuedAt: data.at,
+        startedAt: null,
+        completedAt: null,
+        url: null,
+      });
       latestByName.set(data.name, data.checkRunId);
     } else if (event.type === 'check-started') {
       const data = readEventData(event, 'check-started');
@@ -201,7 +217,13 @@ export function foldChecks(events: readonly StoredEvent[]): ForgeCheck[] {
       const data = readEventData(event, 'check-completed');
       const run = runs.get(data.checkRunId);
       if (run !== undefined && run.status !== 'completed') {
-        Object.assign(run, { status: 'completed', conclusion: data.conclusion, completedAt: data.at, startedAt: run.startedAt ?? data.at, url: data.output?.url ?? null });
+        Object.assign(run, {
+          status: 'completed',
+          conclusion: data.conclusion,
+          completedAt: data.at,
+          startedAt: run.startedAt ?? data.at,
+          url: data.output?.url ?? null,
+        });
       }
     }
   }
@@ -209,7 +231,17 @@ export function foldChecks(events: readonly StoredEvent[]): ForgeCheck[] {
   for (const runId of latestByName.values()) {
     const run = runs.get(runId);
     if (run === undefined) continue;
-    checks.push({ kind: 'check_run', name: run.name, workflow: 'proofgate', status: run.status, conclusion: run.conclusion, startedAt: run.startedAt, completedAt: run.completedAt, url: run.url, headSha: run.headSha });
+    checks.push({
+      kind: 'check_run',
+      name: run.name,
+      workflow: 'proofgate',
+      status: run.status,
+      conclusion: run.conclusion,
+      startedAt: run.startedAt,
+      completedAt: run.completedAt,
+      url: run.url,
+      headSha: run.headSha,
+    });
   }
   return checks;
 }

@@ -90,11 +90,6 @@ export class GitRepository {
     return result.exitCode === 0 ? result.stdout.toString('utf8').trim() : null;
   }
 
-  async isAncestor(ancestor: string, descendant: string): Promise<boolean> {
-    const result = await this.git(['merge-base', '--is-ancestor', ancestor, descendant], { okExitCodes: [1] });
-    return result.exitCode === 0;
-  }
-
   /** The best common ancestor, or null for unrelated histories. */
   async mergeBase(a: string, b: string): Promise<string | null> {
     const result = await this.git(['merge-base', a, b], { okExitCodes: [1] });

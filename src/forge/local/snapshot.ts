@@ -1,4 +1,5 @@
 import { ProofgateError } from '../../core/index.js';
+import { isAncestor } from '../../host/git.js';
 import { emptyRepoConfig, maintainerPermission, protectedBranchRefusal, type RepoConfig } from '../../contracts/repo-config.js';
 import type { TrustedConfig } from '../protection.js';
 import type { ChangeSnapshot, RepoPermission } from '../port.js';
@@ -35,8 +36,10 @@ async function liveShas(repo: GitRepository, record: ChangeRecord): Promise<{ ba
   }
   const head = await repo.branchSha(record.headRef);
   if (record.state === 'closed') return { baseSha: base ?? record.openedBaseSha, headSha: head ?? record.openedHeadSha };
-  if (base === null) throw new ProofgateError('NOT_FOUND', `base branch "${record.baseRef}" of change ${record.changeId} no longer exists`, { changeId: record.changeId });
-  if (head === null) throw new ProofgateError('NOT_FOUND', `head branch "${record.headRef}" of change ${record.changeId} no longer exists`, { changeId: record.changeId });
+  if (base === null)
+    throw new ProofgateError('NOT_FOUND', `base branch "${record.baseRef}" of change ${record.changeId} no longer exists`, { changeId: record.changeId });
+  if (head === null)
+    throw new ProofgateError('NOT_FOUND', `head branch "${record.headRef}" of change ${record.changeId} no longer exists`, { changeId: record.changeId });
   return { baseSha: base, headSha: head };
 }
 
@@ -52,7 +55,10 @@ const FULL_SHA = /^[0-9a-f]{40}([0-9a-f]{24})?$/;
 
 function trailer(message: string, name: string): string | null {
   const prefix = `${name}: `;
-  const line = message.split('\n').filter((entry) => entry.startsWith(prefix)).pop();
+  const line = message
+    .split('\n')
+    .filter((entry) => entry.startsWith(prefix))
+    .pop();
   return line === undefined ? null : line.slice(prefix.length).trim();
 }
 
@@ -72,7 +78,8 @@ export async function findLandedMerge(repo: GitRepository, changeId: string, bas
     const [sha = '', ...parents] = shas.trim().split(' ');
     if (!FULL_SHA.test(sha) || parents.length !== 1) continue;
     const head = trailer(message, 'Proofgate-Reviewed-Head');
-    if (trailer(message, 'Proofgate-Change') !== changeId || head === null || !FULL_SHA.test(head) || trailer(message, 'Proofgate-Base') !== parents[0]) continue;
+    if (trailer(message, 'Proofgate-Change') !== changeId || head === null || !FULL_SHA.test(head) || trailer(message, 'Proofgate-Base') !== parents[0])
+      continue;
     const time = Date.parse(committed);
     return { mergeCommitSha: sha, reviewedHeadSha: head, baseBefore: parents[0] ?? '', at: new Date(Number.isNaN(time) ? 0 : time).toISOString() };
   }
@@ -92,7 +99,9 @@ async function reconcileLandedMerge(repo: GitRepository, store: LocalForgeStore,
   if (base === null) return record;
   const landed = await findLandedMerge(repo, record.changeId, base, record.openedBaseSha);
   if (landed === null) return record;
-  await store.appendWith(changeStream(record.changeId), (events) => (foldChange(events)?.state === 'open' ? [{ type: 'change-merged', data: { ...landed } }] : []));
+  await store.appendWith(changeStream(record.changeId), (events) =>
+    foldChange(events)?.state === 'open' ? [{ type: 'change-merged', data: { ...landed } }] : [],
+  );
   return store.requireChange(record.changeId);
 }
 
@@ -110,14 +119,16 @@ export async function readLiveChange(repo: GitRepository, store: LocalForgeStore
   const { baseSha, headSha } = await liveShas(repo, record);
   // An open change whose base is not protected (or whose head is) gets no config from its base: it is refused, never run.
   const refusal =
-    record.state === 'open' ? protectedBranchRefusal({ trustedBranch: trusted.branch, trustedConfig: trusted.config, base: record.baseRef, head: record.headRef }) : null;
+    record.state === 'open'
+      ? protectedBranchRefusal({ trustedBranch: trusted.branch, trustedConfig: trusted.config, base: record.baseRef, head: record.headRef })
+      : null;
   const config = refusal === null ? await loadTrustedConfig(repo, record.baseRef, baseSha) : emptyRepoConfig();
   const checks = await store.checks(headSha);
   let mergeTree: MergeTreeResult | null = null;
   let upToDate = true;
   if (record.state === 'open') {
     mergeTree = await repo.mergeTree(baseSha, headSha);
-    upToDate = await repo.isAncestor(baseSha, headSha);
+    upToDate = await isAncestor(repo.root, baseSha, headSha);
   }
   const judgment: MergeabilityJudgment =
     refusal !== null
@@ -144,6 +155,8 @@ export async function readLiveChange(repo: GitRepository, store: LocalForgeStore
     labels: [...record.labels],
     checks,
     comments: [...record.comments],
+    // Set by the forge's `snapshot` from the approval records (review-decision.ts).
+    reviewDecision: null,
     mergeCommitSha: record.merge?.mergeCommitSha ?? null,
     url: null,
   };

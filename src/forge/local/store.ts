@@ -1,6 +1,17 @@
 import { ProofgateError, isProofgateError, newId } from '../../core/index.js';
 import type { ArtifactStore, EventStore, NewEvent, StoredEvent } from '../../storage/ports.js';
-import { REGISTRY_STREAM, changeStream, checksStream, eventData, foldChange, foldChecks, readEventData, type ChangeRecord, type LocalEventData, type LocalEventType } from './records.js';
+import {
+  REGISTRY_STREAM,
+  changeStream,
+  checksStream,
+  eventData,
+  foldChange,
+  foldChecks,
+  readEventData,
+  type ChangeRecord,
+  type LocalEventData,
+  type LocalEventType,
+} from './records.js';
 import type { ForgeCheck } from '../port.js';
 
 /** The parts of a RunStorage the local forge uses. */

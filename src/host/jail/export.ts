@@ -101,7 +101,7 @@ async function writeTree(repoDir: string, sha: string, dir: string): Promise<voi
     }
   };
   const files = entries.filter((entry) => entry.type === 'blob');
-  for (let start = 0; start < files.length; ) {
+  for (let start = 0; start < files.length;) {
     let bytes = 0;
     let end = start;
     while (end < files.length && (end === start || bytes + (files[end]?.size ?? 0) <= BATCH_BYTES)) {

@@ -29,7 +29,10 @@ export async function assertReachable(path: string): Promise<void> {
   for (let dir = dirname(path); ; dir = dirname(dir)) {
     const parent = await stat(dir);
     if (!searchable(parent)) {
-      throw new ProofgateError('INVALID_INPUT', `jail: uid ${JAIL_UID} cannot reach ${path}: ${dir} is not searchable by others (put job directories under a world-searchable parent)`);
+      throw new ProofgateError(
+        'INVALID_INPUT',
+        `jail: uid ${JAIL_UID} cannot reach ${path}: ${dir} is not searchable by others (put job directories under a world-searchable parent)`,
+      );
     }
     if (dir === '/') return;
   }
@@ -56,7 +59,10 @@ function jobBase(): Promise<string> {
   baseCache ??= (async () => {
     if (!runsAsRoot()) return tmpdir();
     for (const candidate of [tmpdir(), '/tmp', '/var/tmp']) if (await reachable(candidate)) return candidate;
-    throw new ProofgateError('JAIL_UNAVAILABLE', `no temporary directory that uid ${JAIL_UID} can reach (${tmpdir()}, /tmp, /var/tmp): make one world-searchable`);
+    throw new ProofgateError(
+      'JAIL_UNAVAILABLE',
+      `no temporary directory that uid ${JAIL_UID} can reach (${tmpdir()}, /tmp, /var/tmp): make one world-searchable`,
+    );
   })();
   return baseCache;
 }
@@ -82,4 +88,3 @@ export async function chownTree(path: string, uid: number, gid: number): Promise
   if (!info.isDirectory()) return;
   for (const entry of await readdir(path, { withFileTypes: true })) await chownTree(join(path, entry.name), uid, gid);
 }
-

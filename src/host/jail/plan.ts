@@ -24,11 +24,39 @@ export const DEFAULT_LIMITS: JailLimits = {
 
 /** What of /etc a job sees: name lookup, libraries, certificates, time zones, the alternatives symlinks /usr/bin uses. Never shadow, gshadow, npmrc, pip.conf or other files that may hold secrets. */
 export const ETC_ALLOW = [
-  'alternatives', 'ca-certificates', 'ca-certificates.conf', 'ssl', 'pki', 'crypto-policies',
-  'ld.so.cache', 'ld.so.conf', 'ld.so.conf.d', 'localtime', 'timezone',
-  'nsswitch.conf', 'passwd', 'group', 'hosts', 'host.conf', 'gai.conf', 'protocols', 'services', 'networks',
-  'mime.types', 'magic', 'magic.mime', 'os-release', 'debian_version', 'shells', 'terminfo', 'inputrc',
-  'locale.alias', 'perl', 'python3', 'java-17-openjdk', 'java-21-openjdk',
+  'alternatives',
+  'ca-certificates',
+  'ca-certificates.conf',
+  'ssl',
+  'pki',
+  'crypto-policies',
+  'ld.so.cache',
+  'ld.so.conf',
+  'ld.so.conf.d',
+  'localtime',
+  'timezone',
+  'nsswitch.conf',
+  'passwd',
+  'group',
+  'hosts',
+  'host.conf',
+  'gai.conf',
+  'protocols',
+  'services',
+  'networks',
+  'mime.types',
+  'magic',
+  'magic.mime',
+  'os-release',
+  'debian_version',
+  'shells',
+  'terminfo',
+  'inputrc',
+  'locale.alias',
+  'perl',
+  'python3',
+  'java-17-openjdk',
+  'java-21-openjdk',
 ] as const;
 
 /** How the top-level system directories look on this machine: a merged-/usr link (`bin -> usr/bin`) or a directory. */
@@ -53,7 +81,24 @@ export interface JailPlanInput {
 }
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
-const SYSTEM_ROOTS = new Set(['/', '/usr', '/etc', '/proc', '/dev', '/tmp', '/sys', '/bin', '/sbin', '/lib', '/lib64', '/run', '/var', '/boot', '/root', '/home']);
+const SYSTEM_ROOTS = new Set([
+  '/',
+  '/usr',
+  '/etc',
+  '/proc',
+  '/dev',
+  '/tmp',
+  '/sys',
+  '/bin',
+  '/sbin',
+  '/lib',
+  '/lib64',
+  '/run',
+  '/var',
+  '/boot',
+  '/root',
+  '/home',
+]);
 
 function invalid(message: string): ProofgateError {
   return new ProofgateError('INVALID_INPUT', `jail: ${message}`);
@@ -116,7 +161,18 @@ export function jailArgv(input: JailPlanInput): string[] {
     '--',
   ];
   if (input.dropRoot) argv.push(input.tools.setpriv, `--reuid=${JAIL_UID}`, `--regid=${JAIL_GID}`, '--clear-groups', '--');
-  argv.push(input.tools.bwrap, '--unshare-all', '--unshare-user', '--disable-userns', '--die-with-parent', '--new-session', '--cap-drop', 'ALL', '--hostname', 'proofgate-job');
+  argv.push(
+    input.tools.bwrap,
+    '--unshare-all',
+    '--unshare-user',
+    '--disable-userns',
+    '--die-with-parent',
+    '--new-session',
+    '--cap-drop',
+    'ALL',
+    '--hostname',
+    'proofgate-job',
+  );
   if (network !== undefined) argv.push('--info-fd', String(network.infoFd), '--block-fd', String(network.blockFd));
   argv.push('--ro-bind', '/usr', '/usr');
   for (const entry of layout) {

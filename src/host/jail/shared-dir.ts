@@ -28,7 +28,11 @@ export async function prepareCacheDir(cacheDir: string, protectedPaths: readonly
   for (const path of protectedPaths) {
     const guarded = await realish(path);
     if (isInside(guarded, real) || isInside(real, guarded)) {
-      throw new ProofgateError('CONFIG', `cacheDir ${cacheDir} overlaps ${guarded}: a shared cache may never hold the repository's .git or proofgate's data dir`, { cacheDir });
+      throw new ProofgateError(
+        'CONFIG',
+        `cacheDir ${cacheDir} overlaps ${guarded}: a shared cache may never hold the repository's .git or proofgate's data dir`,
+        { cacheDir },
+      );
     }
   }
   await mkdir(real, { recursive: true, mode: 0o755 });

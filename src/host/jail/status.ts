@@ -23,7 +23,13 @@ async function findTool(name: string): Promise<string> {
   const dirs = [...(process.env.PATH ?? '').split(delimiter), '/usr/local/bin', '/usr/bin', '/bin', '/usr/sbin', '/sbin'].filter((dir) => isAbsolute(dir));
   for (const dir of dirs) {
     const path = join(dir, name);
-    if (await access(path, constants.X_OK).then(() => true, () => false)) return path;
+    if (
+      await access(path, constants.X_OK).then(
+        () => true,
+        () => false,
+      )
+    )
+      return path;
   }
   return name;
 }
@@ -73,7 +79,10 @@ async function probe(): Promise<JailStatus> {
 }
 
 export function jailStatus(): Promise<JailStatus> {
-  cached ??= probe().catch((error: unknown) => ({ available: false as const, reason: `jail probe failed (${error instanceof Error ? error.message : String(error)}): ${INSTALL_HINT}` }));
+  cached ??= probe().catch((error: unknown) => ({
+    available: false as const,
+    reason: `jail probe failed (${error instanceof Error ? error.message : String(error)}): ${INSTALL_HINT}`,
+  }));
   return cached;
 }
 

@@ -135,7 +135,11 @@ export function commandReviewer(options: { outputLimit?: number } = {}): LaneAda
       const after = await treeManifest(sandbox.snapshot).catch(() => 'unreadable');
       const collected = await collectEvidence(context, seen, interpret(context, outcome));
       if (after !== sandbox.manifest) {
-        return { raw: collected.raw, sandbox: outcome.sandbox, breach: invalid('READ_ONLY_VIOLATED', 'the reviewer changed its read-only snapshot of the head') };
+        return {
+          raw: collected.raw,
+          sandbox: outcome.sandbox,
+          breach: invalid('READ_ONLY_VIOLATED', 'the reviewer changed its read-only snapshot of the head'),
+        };
       }
       return { ...collected, sandbox: outcome.sandbox };
     } finally {

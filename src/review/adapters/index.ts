@@ -25,6 +25,6 @@ export function adapterFor(spec: LaneSpec, adapters: AdapterSet): LaneAdapter {
 export * from './types.js';
 export { commandReviewer, DEFAULT_OUTPUT_LIMIT } from './command-reviewer.js';
 export { openaiReviewer, parseVerdictBlock, VERDICT_FENCE } from './openai-reviewer.js';
-export { rulesReviewer, reviewDiffByRules, readHeadBlobs, DEFAULT_MAX_DIFF_BYTES, type HeadBlob, type HeadBlobs, type Judgment } from './rules-reviewer.js';
-export { testsReviewer, reviewDiffForTests, isSourcePath, isTestPath } from './tests-reviewer.js';
+export { rulesReviewer, readHeadBlobs, DEFAULT_MAX_DIFF_BYTES, type HeadBlob, type HeadBlobs, type Judgment } from './rules-reviewer.js';
+export { testsReviewer, isSourcePath, isTestPath } from './tests-reviewer.js';
 export { runContained, type ProcessOutcome } from './process.js';

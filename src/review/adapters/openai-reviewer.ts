@@ -63,7 +63,11 @@ async function readCapped(response: Response, limit: number): Promise<string | u
   return Buffer.concat(chunks).toString('utf8');
 }
 
-async function callModel(context: LaneRunContext, messages: { role: string; content: string }[], limit: number): Promise<{ content: string } | { failure: string }> {
+async function callModel(
+  context: LaneRunContext,
+  messages: { role: string; content: string }[],
+  limit: number,
+): Promise<{ content: string } | { failure: string }> {
   const settings = context.lane.config.openai;
   if (settings === undefined) return { failure: 'lane has no openai settings' };
   const headers: Record<string, string> = { 'content-type': 'application/json' };
@@ -110,16 +114,7 @@ export function openaiReviewer(options: { replyLimit?: number; promptDiffLimit?:
     const [diff, contract] = await Promise.all([readFile(request.diff.path), readFile(request.acceptance_contract.path, 'utf8')]);
     const diffLimit = options.promptDiffLimit ?? DEFAULT_PROMPT_DIFF_LIMIT;
     if (diff.length > diffLimit) return { raw: transportFailure(context, `diff too large for the model prompt (${diff.length} > ${diffLimit} bytes)`) };
-    const user = [
-      'Review request:',
-      canonicalJson(request),
-      '',
-      'Acceptance contract:',
-      contract,
-      '',
-      'Diff:',
-      diff.toString('utf8'),
-    ].join('\n');
+    const user = ['Review request:', canonicalJson(request), '', 'Acceptance contract:', contract, '', 'Diff:', diff.toString('utf8')].join('\n');
     const messages = [
       { role: 'system', content: SYSTEM_PROMPT },
       { role: 'user', content: user },

@@ -1,7 +1,7 @@
 import type { ReviewFinding, ReviewTestsConfig } from '../../contracts/index.js';
-import { filePath, parseUnifiedDiff } from '../diff-parse.js';
+import { readReviewedChange } from '../diff-read.js';
 import { matchesAny } from '../glob.js';
-import { deterministicLane } from './rules-reviewer.js';
+import { DEFAULT_MAX_DIFF_BYTES, deterministicLane } from './rules-reviewer.js';
 import type { LaneAdapter } from './types.js';
 
 const CODE_EXTENSION = /\.(?:[cm]?[jt]sx?|py|go|rs|java|kt|kts|rb|php|cs|swift|scala|c|cc|cpp|cxx|h|hpp|m|mm|ex|exs|erl|clj|hs|lua|sh)$/;
@@ -18,9 +18,8 @@ export function isSourcePath(path: string, config: ReviewTestsConfig = {}): bool
   return config.sourcePaths ? matchesAny(path, config.sourcePaths) : CODE_EXTENSION.test(path);
 }
 
-/** The tests reviewer's judgment (pure): source changed without any test changed is a finding. */
-export function reviewDiffForTests(diffBytes: Buffer, config: ReviewTestsConfig = {}): { findings: ReviewFinding[]; checks: string[] } {
-  const paths = parseUnifiedDiff(diffBytes.toString('utf8')).map(filePath);
+/** The tests reviewer's judgment (pure) of the paths a change touches: source changed without any test changed is a finding. */
+export function judgePathsForTests(paths: readonly string[], config: ReviewTestsConfig = {}): { findings: ReviewFinding[]; checks: string[] } {
   const sources = paths.filter((path) => isSourcePath(path, config));
   const tests = paths.filter((path) => isTestPath(path, config));
   const checks = [`${paths.length} changed file(s): ${sources.length} source, ${tests.length} test`];
@@ -32,4 +31,15 @@ export function reviewDiffForTests(diffBytes: Buffer, config: ReviewTestsConfig 
   };
 }
 
-export const testsReviewer: LaneAdapter = deterministicLane('builtin tests', (diff, context) => reviewDiffForTests(diff, context.review.tests));
+/** The tests lane: the paths git reports for the change the request binds (`--raw -z`: the new path, or the old one of a deletion). */
+export const testsReviewer: LaneAdapter = deterministicLane('builtin tests', async (_diff, context) => {
+  const change = await readReviewedChange(context.repoDir, context.request, {
+    maxBytes: DEFAULT_MAX_DIFF_BYTES,
+    content: false,
+    timeoutMs: context.lane.timeoutMs,
+  });
+  return judgePathsForTests(
+    change.files.map((file) => file.newPath ?? file.oldPath ?? ''),
+    context.review.tests,
+  );
+});

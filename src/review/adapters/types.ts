@@ -1,4 +1,12 @@
-import type { ReviewConfig, ReviewDisposition, ReviewFinding, ReviewLaneConfig, ReviewRequestV1, SemanticLaneResultV1, TransportLaneResultV1 } from '../../contracts/index.js';
+import type {
+  ReviewConfig,
+  ReviewDisposition,
+  ReviewFinding,
+  ReviewLaneConfig,
+  ReviewRequestV1,
+  SemanticLaneResultV1,
+  TransportLaneResultV1,
+} from '../../contracts/index.js';
 import { REVIEW_LANE_RESULT_SCHEMA } from '../../contracts/index.js';
 import type { SandboxMode } from '../../host/index.js';
 import type { LaneValidation } from '../validate.js';
@@ -70,11 +78,6 @@ export function transportFailure(context: LaneRunContext, reason: string): Trans
 }
 
 /** A semantic verdict in the lane's name, pointing at the evidence the adapter wrote. */
-export function semanticResult(
-  context: LaneRunContext,
-  evidencePath: string,
-  findings: ReviewFinding[],
-  disposition: ReviewDisposition,
-): SemanticLaneResultV1 {
+export function semanticResult(context: LaneRunContext, evidencePath: string, findings: ReviewFinding[], disposition: ReviewDisposition): SemanticLaneResultV1 {
   return { ...laneIdentity(context), evidence_path: evidencePath, findings, disposition };
 }

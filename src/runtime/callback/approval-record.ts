@@ -32,29 +32,35 @@ export function subjectProblem(request: CallbackRequest, subject: StoredApproval
  * hashed, so `digest` matches the stored bytes. Refused content is the
  * storage's typed error.
  */
-export function buildApprovalRecord(prepare: RunStorage['prepareJson'], input: {
-  runId: string;
-  request: CallbackRequest;
-  subject: StoredApprovalSubject;
-  plan: GraphPlan;
-  planDigest: Sha256Digest;
-  actor: ReadonlyJsonObject;
-  claimer: string;
-  decision: ApprovalDecision;
-}): ApprovalRecord {
-  const body = prepare({
-    schemaVersion: 1,
-    runId: input.runId,
-    requestId: input.request.requestId,
-    requestDigest: input.request.digest,
-    subjectDigest: input.request.subjectDigest,
-    subject: input.subject,
-    planDigest: input.planDigest,
-    graph: { definitionDigest: input.plan.graph.definitionDigest, typeVersion: input.plan.graph.typeVersion },
-    actor: input.actor,
-    routerPath: ['stored-callback', input.request.gateId, input.claimer],
-    decision: input.decision,
-  }, 'approval record') as unknown as Omit<ApprovalRecord, 'digest'>;
+export function buildApprovalRecord(
+  prepare: RunStorage['prepareJson'],
+  input: {
+    runId: string;
+    request: CallbackRequest;
+    subject: StoredApprovalSubject;
+    plan: GraphPlan;
+    planDigest: Sha256Digest;
+    actor: ReadonlyJsonObject;
+    claimer: string;
+    decision: ApprovalDecision;
+  },
+): ApprovalRecord {
+  const body = prepare(
+    {
+      schemaVersion: 1,
+      runId: input.runId,
+      requestId: input.request.requestId,
+      requestDigest: input.request.digest,
+      subjectDigest: input.request.subjectDigest,
+      subject: input.subject,
+      planDigest: input.planDigest,
+      graph: { definitionDigest: input.plan.graph.definitionDigest, typeVersion: input.plan.graph.typeVersion },
+      actor: input.actor,
+      routerPath: ['stored-callback', input.request.gateId, input.claimer],
+      decision: input.decision,
+    },
+    'approval record',
+  ) as unknown as Omit<ApprovalRecord, 'digest'>;
   return { ...body, digest: digestJson(body) };
 }
 

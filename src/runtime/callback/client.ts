@@ -24,11 +24,7 @@ export async function loadPlan(storage: RunStorage, runId: string): Promise<{ pl
  * events in `run/<runId>/callback/<requestId>`, so they survive reopening and
  * are shared by every process using the same store.
  */
-export async function createStoredCallbackClient(
-  storage: RunStorage,
-  runId: string,
-  options: { readonly clock?: Clock } = {},
-): Promise<StoredCallbackClient> {
+export async function createStoredCallbackClient(storage: RunStorage, runId: string, options: { readonly clock?: Clock } = {}): Promise<StoredCallbackClient> {
   checkRunId(runId);
   const { plan, planDigest } = await loadPlan(storage, runId);
   const clock = options.clock ?? systemClock;
@@ -73,9 +69,13 @@ export async function createStoredCallbackClient(
       // these bytes; a store that kept other bytes would break them for good.
       const change = storedChange(data, 'callback request');
       if (change !== null) {
-        throw new ProofgateError('POLICY_VIOLATION', `the request or its subject cannot be stored as it is hashed (${change}); nothing was stored`, { requestId: request.requestId });
+        throw new ProofgateError('POLICY_VIOLATION', `the request or its subject cannot be stored as it is hashed (${change}); nothing was stored`, {
+          requestId: request.requestId,
+        });
       }
-      await events.append(callbackStreamId(runId, request.requestId), 0, [{ id: `callback-posted:${runId}:${request.requestId}`, type: 'callback-posted', data }]);
+      await events.append(callbackStreamId(runId, request.requestId), 0, [
+        { id: `callback-posted:${runId}:${request.requestId}`, type: 'callback-posted', data },
+      ]);
     },
 
     async claim(requestId, claimer, claimOptions = {}) {
@@ -117,7 +117,14 @@ export async function createStoredCallbackClient(
         try {
           submitted = storage.prepareJson({ claimer, tokenDigest: held.tokenDigest, response, actor }, 'callback answer');
           record = buildApprovalRecord((value, where) => storage.prepareJson(value, where), {
-            runId, request, subject, plan, planDigest, actor, claimer, decision: response as ApprovalDecision,
+            runId,
+            request,
+            subject,
+            plan,
+            planDigest,
+            actor,
+            claimer,
+            decision: response as ApprovalDecision,
           });
         } catch (error) {
           const refusal = policyRefusal(error, 'callback answer') ?? policyRefusal(error, 'approval record');
@@ -125,10 +132,7 @@ export async function createStoredCallbackClient(
           return refuse('invalid', `the answer holds content the storage policy refuses: ${refusal}`);
         }
         return {
-          append: [
-            event('callback-submitted', submitted),
-            event('approval-recorded', { record }),
-          ],
+          append: [event('callback-submitted', submitted), event('approval-recorded', { record })],
           then: { ok: true, record },
         };
       });
@@ -158,7 +162,13 @@ export async function createStoredCallbackClient(
         if (!state.posted || state.approval) continue;
         const claim = activeClaim(state, clock.now().getTime());
         const { request } = state.posted;
-        pending.push({ requestId: request.requestId, requestDigest: request.digest, gateId: request.gateId, decisionText: request.decisionText, claimedBy: claim?.claimer ?? null });
+        pending.push({
+          requestId: request.requestId,
+          requestDigest: request.digest,
+          gateId: request.gateId,
+          decisionText: request.decisionText,
+          claimedBy: claim?.claimer ?? null,
+        });
       }
       return pending;
     },

@@ -15,20 +15,23 @@ function bad(message: string): never {
  */
 export function createApprovalCallbackGate(definition: CallbackGateDefinition, subject: ApprovalSubjectInput): CallbackRequest {
   requireJsonObject(definition, 'callback gate definition');
-  if (typeof definition.gateId !== 'string' || !/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/.test(definition.gateId)) bad('gateId must match [A-Za-z0-9][A-Za-z0-9._-]*');
+  if (typeof definition.gateId !== 'string' || !/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/.test(definition.gateId))
+    bad('gateId must match [A-Za-z0-9][A-Za-z0-9._-]*');
   if (!Number.isSafeInteger(definition.gateVersion) || definition.gateVersion < 1) bad('gateVersion must be a positive integer');
   if (typeof definition.decisionText !== 'string' || definition.decisionText.length === 0) bad('decisionText must be a nonempty string');
   checkSchemaSubset(definition.responseSchema, 'responseSchema');
-  const body = JSON.parse(canonicalJson({
-    schemaVersion: 1,
-    kind: 'approval',
-    gateId: definition.gateId,
-    gateVersion: definition.gateVersion,
-    decisionText: definition.decisionText,
-    responseSchema: definition.responseSchema,
-    input: definition.input,
-    subjectDigest: subjectDigest(storedSubject(subject)),
-  })) as Omit<CallbackRequest, 'requestId' | 'digest'>;
+  const body = JSON.parse(
+    canonicalJson({
+      schemaVersion: 1,
+      kind: 'approval',
+      gateId: definition.gateId,
+      gateVersion: definition.gateVersion,
+      decisionText: definition.decisionText,
+      responseSchema: definition.responseSchema,
+      input: definition.input,
+      subjectDigest: subjectDigest(storedSubject(subject)),
+    }),
+  ) as Omit<CallbackRequest, 'requestId' | 'digest'>;
   const requestId = `approval-${digestHex(digestJson(body)).slice(0, 32)}`;
   const withId = { ...body, requestId };
   return deepFreeze({ ...withId, digest: digestJson(withId) });

@@ -4,7 +4,13 @@ import { isJsonObject } from '../json-types.js';
 import { runStreamId } from '../run/stream.js';
 import type { ApprovalRecord, CallbackEventKind, CallbackRequest, StoredApprovalSubject } from './types.js';
 
-export const CALLBACK_KINDS: readonly CallbackEventKind[] = ['callback-posted', 'callback-claimed', 'callback-released', 'callback-submitted', 'approval-recorded'];
+export const CALLBACK_KINDS: readonly CallbackEventKind[] = [
+  'callback-posted',
+  'callback-claimed',
+  'callback-released',
+  'callback-submitted',
+  'approval-recorded',
+];
 
 export function callbackStreamPrefix(runId: string): string {
   return `${runStreamId(runId)}/callback/`;
@@ -43,7 +49,11 @@ export function foldCallback(events: readonly StoredEvent[]): CallbackState {
       case 'callback-claimed':
         state = {
           ...state,
-          claim: { claimer: String(field(data, 'claimer')), tokenDigest: String(field(data, 'tokenDigest')), leaseExpiresAt: Date.parse(String(field(data, 'leaseExpiresAt'))) },
+          claim: {
+            claimer: String(field(data, 'claimer')),
+            tokenDigest: String(field(data, 'tokenDigest')),
+            leaseExpiresAt: Date.parse(String(field(data, 'leaseExpiresAt'))),
+          },
         };
         break;
       case 'callback-released':

@@ -30,16 +30,17 @@ export function storedSubject(subject: ApprovalSubjectInput): StoredApprovalSubj
   if (artifact.mediaType !== PROOF_MEDIA_TYPE || artifact.purpose !== PROOF_PURPOSE) {
     throw new ProofgateError('INVALID_INPUT', 'proofArtifact must be a proof-packet reference');
   }
-  const permissions = checkPermissions(subject.effectivePermissions, 'effectivePermissions')
-    .sort((a, b) => (permissionKey(a) < permissionKey(b) ? -1 : 1));
-  return JSON.parse(canonicalJson({
-    workspaceAnchor: subject.workspaceAnchor,
-    inputArtifactHashes: subject.inputArtifactHashes,
-    proofScope: subject.proofScope,
-    proofArtifact: { digest: artifact.digest, byteLength: artifact.byteLength, mediaType: artifact.mediaType, purpose: artifact.purpose },
-    proposedOutput: { digest: sha256Digest(subject.proposedOutput), byteLength: subject.proposedOutput.byteLength },
-    effectivePermissions: permissions,
-  })) as StoredApprovalSubject;
+  const permissions = checkPermissions(subject.effectivePermissions, 'effectivePermissions').sort((a, b) => (permissionKey(a) < permissionKey(b) ? -1 : 1));
+  return JSON.parse(
+    canonicalJson({
+      workspaceAnchor: subject.workspaceAnchor,
+      inputArtifactHashes: subject.inputArtifactHashes,
+      proofScope: subject.proofScope,
+      proofArtifact: { digest: artifact.digest, byteLength: artifact.byteLength, mediaType: artifact.mediaType, purpose: artifact.purpose },
+      proposedOutput: { digest: sha256Digest(subject.proposedOutput), byteLength: subject.proposedOutput.byteLength },
+      effectivePermissions: permissions,
+    }),
+  ) as StoredApprovalSubject;
 }
 
 export function subjectDigest(subject: StoredApprovalSubject): Sha256Digest {

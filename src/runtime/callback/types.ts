@@ -53,8 +53,7 @@ export type CallbackRequest = {
 };
 
 export type ApprovalDecision =
-  | { readonly kind: 'allow'; readonly [key: string]: ReadonlyJsonValue }
-  | { readonly kind: 'deny'; readonly [key: string]: ReadonlyJsonValue };
+  { readonly kind: 'allow'; readonly [key: string]: ReadonlyJsonValue } | { readonly kind: 'deny'; readonly [key: string]: ReadonlyJsonValue };
 
 export type ApprovalRecord = {
   readonly schemaVersion: 1;
@@ -88,9 +87,7 @@ export type PendingCallback = {
   readonly claimedBy: string | null;
 };
 
-export type ClaimResult =
-  | { readonly ok: true; readonly claimToken: string; readonly leaseExpiresAt: string }
-  | { readonly ok: false; readonly reason: string };
+export type ClaimResult = { readonly ok: true; readonly claimToken: string; readonly leaseExpiresAt: string } | { readonly ok: false; readonly reason: string };
 
 export type SubmitResult =
   | { readonly ok: true; readonly record: ApprovalRecord }
@@ -116,6 +113,4 @@ export interface StoredCallbackClient {
   listPending(): Promise<PendingCallback[]>;
 }
 
-export type ApprovalResolution =
-  | { readonly kind: 'allow' | 'deny'; readonly record: ApprovalRecord }
-  | { readonly kind: 'wait'; readonly reason: string };
+export type ApprovalResolution = { readonly kind: 'allow' | 'deny'; readonly record: ApprovalRecord } | { readonly kind: 'wait'; readonly reason: string };

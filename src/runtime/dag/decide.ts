@@ -3,8 +3,7 @@ import { dagIndex, dagPosition, type DagDefinition } from './definition.js';
 import { DAG_CHUNK_SIZE, dagNodeState, type DagState } from './state.js';
 
 export type DagNodeView =
-  | { readonly status: 'ready' | 'blocked' | 'running' | 'completed' | 'paused' }
-  | { readonly status: 'failed' | 'skipped'; readonly reason: string };
+  { readonly status: 'ready' | 'blocked' | 'running' | 'completed' | 'paused' } | { readonly status: 'failed' | 'skipped'; readonly reason: string };
 
 const TERMINAL = new Set(['completed', 'failed', 'skipped']);
 

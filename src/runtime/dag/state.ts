@@ -81,7 +81,10 @@ class DagDraft {
   private active: number;
   private candidates: number;
 
-  constructor(private readonly index: DagIndex, private readonly base: DagState) {
+  constructor(
+    private readonly index: DagIndex,
+    private readonly base: DagState,
+  ) {
     this.chunks = [...base.chunks];
     this.running = base.running;
     this.active = base.activeNonFinalizers;

@@ -32,7 +32,10 @@ export interface AttemptRequest {
   readonly runSignal: AbortSignal;
 }
 
-type Raced = { readonly kind: 'value'; readonly value: unknown } | { readonly kind: 'error'; readonly error: unknown } | { readonly kind: 'stopped'; readonly why: 'timeout' | 'aborted'; readonly settled: boolean };
+type Raced =
+  | { readonly kind: 'value'; readonly value: unknown }
+  | { readonly kind: 'error'; readonly error: unknown }
+  | { readonly kind: 'stopped'; readonly why: 'timeout' | 'aborted'; readonly settled: boolean };
 
 function delay(ms: number): { promise: Promise<void>; cancel: () => void } {
   let timer: NodeJS.Timeout | undefined;
@@ -58,17 +61,25 @@ async function raceWork(request: AttemptRequest, controller: AbortController): P
   let returned: unknown;
   try {
     returned = node.runData({
-      input, signal: controller.signal, restart, engine,
-      scratchDirectory: node.scratchDirectory, workspace: node.workspace, permissions: node.permissions,
-      trustedCaller: node.trustedCaller, tokenBudget: node.tokenBudget,
+      input,
+      signal: controller.signal,
+      restart,
+      engine,
+      scratchDirectory: node.scratchDirectory,
+      workspace: node.workspace,
+      permissions: node.permissions,
+      trustedCaller: node.trustedCaller,
+      tokenBudget: node.tokenBudget,
     });
   } catch (error) {
     if (!runSignal.aborted) return { kind: 'error', error };
     returned = Promise.reject(error);
   }
   if (!isThenable(returned) && !runSignal.aborted) return { kind: 'value', value: returned };
-  const work: Promise<Raced> = Promise.resolve(returned)
-    .then((value): Raced => ({ kind: 'value', value }), (error: unknown): Raced => ({ kind: 'error', error }));
+  const work: Promise<Raced> = Promise.resolve(returned).then(
+    (value): Raced => ({ kind: 'value', value }),
+    (error: unknown): Raced => ({ kind: 'error', error }),
+  );
   const timeout = delay(node.policy.timeoutMs);
   let onAbort: (() => void) | undefined;
   const aborted = new Promise<Raced>((resolve) => {

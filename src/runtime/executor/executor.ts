@@ -29,10 +29,16 @@ export async function createGraphExecutor<D, N, S>(options: GraphExecutorOptions
   const started = runStartedOf(await readRunEvents(eventStore, runId, 0), runId);
   const plan = started.data.resolvedPlan.plan as GraphPlan;
   if (started.data.definitionDigest !== graph.definitionDigest) {
-    throw new ProofgateError('INVALID_INPUT', `graph ${graph.definitionDigest} is not the graph run ${runId} was started with (${started.data.definitionDigest})`);
+    throw new ProofgateError(
+      'INVALID_INPUT',
+      `graph ${graph.definitionDigest} is not the graph run ${runId} was started with (${started.data.definitionDigest})`,
+    );
   }
   if (plan.graph.typeId !== graph.type.id || plan.graph.typeVersion !== graph.type.version) {
-    throw new ProofgateError('INVALID_INPUT', `graph type ${graph.type.id}@${graph.type.version} is not the planned ${plan.graph.typeId}@${plan.graph.typeVersion}`);
+    throw new ProofgateError(
+      'INVALID_INPUT',
+      `graph type ${graph.type.id}@${graph.type.version} is not the planned ${plan.graph.typeId}@${plan.graph.typeVersion}`,
+    );
   }
   const description = graph.describe();
   const engines = bindNodes(description, plan, options.nodes, options.engines);
@@ -91,8 +97,13 @@ export async function createGraphExecutor<D, N, S>(options: GraphExecutorOptions
       id: eventId(),
       type: 'attempt-started',
       data: {
-        position: input.position, nodeId: input.nodeId, executorId, restart,
-        inputDigest: sha256Digest(bytes), inputBytes: bytes.byteLength, leaseExpiresAt: new Date(lease).toISOString(),
+        position: input.position,
+        nodeId: input.nodeId,
+        executorId,
+        restart,
+        inputDigest: sha256Digest(bytes),
+        inputBytes: bytes.byteLength,
+        leaseExpiresAt: new Date(lease).toISOString(),
       },
     };
     return { input, inputBytes: bytes.byteLength, restart, event };
@@ -123,13 +134,14 @@ export async function createGraphExecutor<D, N, S>(options: GraphExecutorOptions
 
     const launch = ({ input, inputBytes, restart }: Start): void => {
       const node = nodeOf(input.nodeId);
-      const attempt = runAttempt({ node, input, inputBytes, restart, engine: engines.get(input.nodeId) ?? null, runSignal: signal })
-        .then((outcome): Settled => {
+      const attempt = runAttempt({ node, input, inputBytes, restart, engine: engines.get(input.nodeId) ?? null, runSignal: signal }).then(
+        (outcome): Settled => {
           const settled = { position: input.position, nodeId: input.nodeId, outcome: storableOutcome(fit, input.position, input.nodeId, outcome) };
           ended.push(settled);
           wake?.();
           return settled;
-        });
+        },
+      );
       running.set(input.position, attempt);
     };
 
@@ -171,11 +183,18 @@ export async function createGraphExecutor<D, N, S>(options: GraphExecutorOptions
         return ok;
       }
       const detail = `attempt ${record.position} was started by ${record.started?.executorId ?? 'an executor'} and never finished; its effects are unknown`;
-      return tryAppend(ledger, [{
-        id: eventId(),
-        type: 'attempt-paused',
-        data: { position: record.position, nodeId: record.nodeId, reason: 'needs reconcile after an interrupted attempt', request: { kind: 'reconcile', detail } },
-      }]);
+      return tryAppend(ledger, [
+        {
+          id: eventId(),
+          type: 'attempt-paused',
+          data: {
+            position: record.position,
+            nodeId: record.nodeId,
+            reason: 'needs reconcile after an interrupted attempt',
+            request: { kind: 'reconcile', detail },
+          },
+        },
+      ]);
     };
 
     const record = async (settled: readonly Settled[]): Promise<void> => {

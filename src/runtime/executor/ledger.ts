@@ -39,7 +39,12 @@ export class RunLedger<D, N, S> {
     switch (event.type) {
       case 'dispatch-decided': {
         const record: AttemptRecord = {
-          position: event.data.position, nodeId: event.data.nodeId, attempt: event.data.attempt, started: null, status: 'outstanding', request: null,
+          position: event.data.position,
+          nodeId: event.data.nodeId,
+          attempt: event.data.attempt,
+          started: null,
+          status: 'outstanding',
+          request: null,
         };
         this.attempts.set(record.position, record);
         this.open.set(record.position, record);

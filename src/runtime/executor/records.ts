@@ -28,9 +28,17 @@ export function resolutionEvent(id: string, attempt: AttemptRecord, resolution: 
       };
     }
     case 'failed':
-      return { id, type: 'attempt-failed', data: { position, nodeId, failureClass: 'host', reason: fit.prepare(String(resolution.reason), 'resolution.reason') } };
+      return {
+        id,
+        type: 'attempt-failed',
+        data: { position, nodeId, failureClass: 'host', reason: fit.prepare(String(resolution.reason), 'resolution.reason') },
+      };
     case 'rerun':
-      return { id, type: 'attempt-interrupted', data: { position, nodeId, reason: fit.prepare(`host asked for a new attempt: ${String(resolution.reason)}`, 'resolution.reason') } };
+      return {
+        id,
+        type: 'attempt-interrupted',
+        data: { position, nodeId, reason: fit.prepare(`host asked for a new attempt: ${String(resolution.reason)}`, 'resolution.reason') },
+      };
     default:
       throw new ProofgateError('INVALID_INPUT', 'resolution kind must be completed, failed or rerun');
   }

@@ -19,10 +19,13 @@ function shortReason(text: string, max: number): string {
  */
 export type StorableOutcome =
   | {
-    readonly kind: 'completed'; readonly result: JsonValue; readonly resultDigest: Sha256Digest; readonly outputBytes: number;
-    /** Canonical byte length of the attempt-completed event's data (measured once, reused to batch appends). */
-    readonly eventBytes: number;
-  }
+      readonly kind: 'completed';
+      readonly result: JsonValue;
+      readonly resultDigest: Sha256Digest;
+      readonly outputBytes: number;
+      /** Canonical byte length of the attempt-completed event's data (measured once, reused to batch appends). */
+      readonly eventBytes: number;
+    }
   | { readonly kind: 'failed'; readonly failureClass: FailureClass; readonly reason: string }
   | { readonly kind: 'paused'; readonly reason: string }
   | { readonly kind: 'interrupted'; readonly reason: string };
@@ -37,7 +40,10 @@ export interface StorageFit {
 export function storageFit(storage: RunStorage): StorageFit {
   if (typeof (storage as Partial<RunStorage>).prepareJson !== 'function') {
     // Without it results could not be hashed in their stored form.
-    throw new ProofgateError('INVALID_INPUT', 'graph executor: storage.prepareJson is missing; pass the binding from createLocalRunStorage or createPostgresRunStorage (a wrapper must keep prepareJson)');
+    throw new ProofgateError(
+      'INVALID_INPUT',
+      'graph executor: storage.prepareJson is missing; pass the binding from createLocalRunStorage or createPostgresRunStorage (a wrapper must keep prepareJson)',
+    );
   }
   const { policy } = storage.record;
   return {
@@ -76,7 +82,11 @@ function literalResult(value: unknown): { readonly result: JsonValue; readonly b
 }
 
 /** The data of the event that records an outcome (see records.ts for the event). */
-export function outcomeData(position: string, nodeId: string, outcome: StorableOutcome | Omit<Extract<StorableOutcome, { kind: 'completed' }>, 'eventBytes'>): { readonly type: string; readonly data: JsonValue } {
+export function outcomeData(
+  position: string,
+  nodeId: string,
+  outcome: StorableOutcome | Omit<Extract<StorableOutcome, { kind: 'completed' }>, 'eventBytes'>,
+): { readonly type: string; readonly data: JsonValue } {
   switch (outcome.kind) {
     case 'completed':
       return {
@@ -143,7 +153,11 @@ export function storableOutcome(fit: StorageFit, position: string, nodeId: strin
  * batch limit (counted as the guard counts). `dataBytes` may give the
  * canonical byte length of an event's data where it is already known.
  */
-export function appendBatches(events: readonly NewEvent[], maxBatchBytes: number, dataBytes: (index: number) => number | undefined = () => undefined): NewEvent[][] {
+export function appendBatches(
+  events: readonly NewEvent[],
+  maxBatchBytes: number,
+  dataBytes: (index: number) => number | undefined = () => undefined,
+): NewEvent[][] {
   const batches: NewEvent[][] = [];
   let current: NewEvent[] = [];
   let bytes = 0;

@@ -29,9 +29,7 @@ export type NodeWorkspace = {
 
 /** A decision a node makes about its own result before it is recorded. */
 export type ActionDecision =
-  | { readonly kind: 'allow' }
-  | { readonly kind: 'deny'; readonly reason: string }
-  | { readonly kind: 'ask'; readonly reason: string };
+  { readonly kind: 'allow' } | { readonly kind: 'deny'; readonly reason: string } | { readonly kind: 'ask'; readonly reason: string };
 
 /** An engine the nodes of an execution lane call (e.g. a model endpoint). */
 export interface ExecutionEngine {
@@ -82,7 +80,8 @@ export type GraphNode = {
   readonly parseResult: ((raw: ReadonlyJsonValue) => ReadonlyJsonValue) | null;
   readonly tokenBudget: number | null;
   /** Judge the result before it is recorded: allow records it, deny fails the attempt, ask pauses it. */
-  readonly decideAction: ((decision: { readonly nodeId: string; readonly position: string; readonly result: ReadonlyJsonValue }) => Promise<ActionDecision> | ActionDecision) | null;
+  readonly decideAction:
+    ((decision: { readonly nodeId: string; readonly position: string; readonly result: ReadonlyJsonValue }) => Promise<ActionDecision> | ActionDecision) | null;
   /** May an attempt found started-but-unfinished after a crash simply run again? Default false: pause for reconcile. */
   readonly retrySafe?: boolean;
 };

@@ -46,23 +46,33 @@ export async function persistRunDefinition(storage: RunStorage, input: RunDefini
     bad(`graph definition ${definitionDigest} is not the planned graph ${resolvedPlan.plan.graph.definitionDigest}`);
   }
   if (!isJsonObject(input.resolvedInputs)) bad('resolvedInputs must be a JSON object');
-  const data = storage.prepareJson({
-    schemaVersion: 1,
-    runId,
-    timestamp: input.timestamp,
-    graphDefinition: input.graphDefinition,
-    definitionDigest,
-    resolvedPlan,
-    resolvedInputs: input.resolvedInputs,
-    workspaceBinding: input.workspaceBinding ?? null,
-    hostBinding: input.hostBinding ?? null,
-  }, 'run definition') as { readonly [key: string]: JsonValue };
+  const data = storage.prepareJson(
+    {
+      schemaVersion: 1,
+      runId,
+      timestamp: input.timestamp,
+      graphDefinition: input.graphDefinition,
+      definitionDigest,
+      resolvedPlan,
+      resolvedInputs: input.resolvedInputs,
+      workspaceBinding: input.workspaceBinding ?? null,
+      hostBinding: input.hostBinding ?? null,
+    },
+    'run definition',
+  ) as { readonly [key: string]: JsonValue };
   // The definition and plan digests were computed from the caller's bytes; if
   // the storage policy would redact part of them, the stored copies would not
   // match their digests, so the run is refused instead of stored.
-  for (const [field, given] of [['graphDefinition', input.graphDefinition], ['resolvedPlan', resolvedPlan]] as const) {
+  for (const [field, given] of [
+    ['graphDefinition', input.graphDefinition],
+    ['resolvedPlan', resolvedPlan],
+  ] as const) {
     if (canonicalJson(data[field]) !== canonicalJson(given)) {
-      throw new ProofgateError('POLICY_VIOLATION', `run definition: the storage policy would redact part of ${field}, so the stored copy would not match its digest; nothing was stored`, { field });
+      throw new ProofgateError(
+        'POLICY_VIOLATION',
+        `run definition: the storage policy would redact part of ${field}, so the stored copy would not match its digest; nothing was stored`,
+        { field },
+      );
     }
   }
   return storage.eventStore.append(runStreamId(runId), 0, [{ id: input.eventId, type: 'run-started', data }]);

@@ -34,9 +34,12 @@ function invalid(message: string): never {
 function storedForm<B extends AcceptedResultQuery>(storage: RunStorage, binding: B, what: string): B {
   const { result, ...rest } = binding;
   const fields = {
-    inputHashes: rest.inputHashes, proofScope: rest.proofScope, proofArtifact: rest.proofArtifact,
+    inputHashes: rest.inputHashes,
+    proofScope: rest.proofScope,
+    proofArtifact: rest.proofArtifact,
     graph: { definitionDigest: rest.graph.definitionDigest, typeVersion: rest.graph.typeVersion },
-    workspaceAnchor: rest.workspaceAnchor, reviewerIdentity: rest.reviewerIdentity,
+    workspaceAnchor: rest.workspaceAnchor,
+    reviewerIdentity: rest.reviewerIdentity,
     ...(result === undefined ? {} : { result }),
   };
   return storage.prepareJson(fields, what) as unknown as B;
@@ -70,32 +73,37 @@ export async function createAcceptedResultRecord(
   }
   // Every digest below is of stored-form values, and the record digest is of
   // the body exactly as the event store will keep it.
-  const body = storage.prepareJson({
-    schemaVersion: 1,
-    runId,
-    position,
-    nodeId: completion.nodeId,
-    planDigest,
-    resultDigest: digestJson(live.result),
-    binding: {
-      inputHashes: live.inputHashes,
-      proofScope: live.proofScope,
-      proofArtifact: live.proofArtifact,
-      graph: live.graph,
-      workspaceAnchor: live.workspaceAnchor,
-      result: live.result,
-      reviewerIdentity: live.reviewerIdentity,
-      reviewerFingerprint: digestJson(live.reviewerIdentity),
+  const body = storage.prepareJson(
+    {
+      schemaVersion: 1,
+      runId,
+      position,
+      nodeId: completion.nodeId,
+      planDigest,
+      resultDigest: digestJson(live.result),
+      binding: {
+        inputHashes: live.inputHashes,
+        proofScope: live.proofScope,
+        proofArtifact: live.proofArtifact,
+        graph: live.graph,
+        workspaceAnchor: live.workspaceAnchor,
+        result: live.result,
+        reviewerIdentity: live.reviewerIdentity,
+        reviewerFingerprint: digestJson(live.reviewerIdentity),
+      },
     },
-  }, 'accepted-result record') as unknown as Omit<AcceptedResultRecord, 'digest'>;
+    'accepted-result record',
+  ) as unknown as Omit<AcceptedResultRecord, 'digest'>;
   const record: AcceptedResultRecord = { ...body, digest: digestJson(body) };
   const streamId = acceptedStreamId(runId, position);
   try {
-    await storage.eventStore.append(streamId, 0, [{
-      id: `accepted:${runId}:${position}:${digestHex(record.digest)}`,
-      type: ACCEPTED_RESULT_EVENT,
-      data: record as unknown as JsonValue,
-    }]);
+    await storage.eventStore.append(streamId, 0, [
+      {
+        id: `accepted:${runId}:${position}:${digestHex(record.digest)}`,
+        type: ACCEPTED_RESULT_EVENT,
+        data: record as unknown as JsonValue,
+      },
+    ]);
   } catch (error) {
     if (isProofgateError(error, 'REVISION_CONFLICT') || isProofgateError(error, 'DUPLICATE_EVENT_ID')) {
       throw new ProofgateError('REVISION_CONFLICT', `another accepted result is already recorded at ${position} of run ${runId}`, { runId, position });

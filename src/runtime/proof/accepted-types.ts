@@ -39,5 +39,4 @@ export type AcceptedResultRecord = {
 };
 
 export type AcceptedResultResolution =
-  | { readonly kind: 'accepted'; readonly record: AcceptedResultRecord }
-  | { readonly kind: 'wait'; readonly reason: string };
+  { readonly kind: 'accepted'; readonly record: AcceptedResultRecord } | { readonly kind: 'wait'; readonly reason: string };

@@ -3,8 +3,7 @@ import type { ReadonlyJsonValue } from '../json-types.js';
 import type { RunEvent } from '../run/stream.js';
 
 export type Completion =
-  | { readonly kind: 'completed'; readonly nodeId: string; readonly result: ReadonlyJsonValue }
-  | { readonly kind: 'invalid'; readonly reason: string };
+  { readonly kind: 'completed'; readonly nodeId: string; readonly result: ReadonlyJsonValue } | { readonly kind: 'invalid'; readonly reason: string };
 
 /**
  * What the run says about a position: exactly one dispatch, then exactly one

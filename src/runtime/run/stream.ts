@@ -43,7 +43,10 @@ export function parseRunEvent(event: StoredEvent): RunEvent {
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const where = issue ? issue.path.join('.') : '';
-    throw new ProofgateError('INVALID_STORED_VALUE', `run event ${event.id} (${event.type}) is malformed at ${where || '(data)'}: ${issue?.message ?? 'invalid'}`);
+    throw new ProofgateError(
+      'INVALID_STORED_VALUE',
+      `run event ${event.id} (${event.type}) is malformed at ${where || '(data)'}: ${issue?.message ?? 'invalid'}`,
+    );
   }
   return { type: event.type, data: parsed.data, revision: event.revision, recordedAt: event.recordedAt, id: event.id } as RunEvent;
 }

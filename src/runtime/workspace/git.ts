@@ -1,23 +1,12 @@
-import { execFile } from 'node:child_process';
 import { lstat, readFile, readlink, realpath } from 'node:fs/promises';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { ProofgateError, canonicalJson, errorMessage, sha256Digest, sha256Hex } from '../../core/index.js';
-import { gitEnvironment, safeGitArgs } from '../../host/index.js';
+import { runGit } from '../../host/index.js';
 import type { WorkspaceAnchor, WorkspaceFileState } from './types.js';
 
-const run = promisify(execFile);
-/** Hardened like every proofgate git call: see src/host/git.ts. */
-const hardened = { env: gitEnvironment() };
-
+/** git's stdout as text, untrimmed (`-z` listings end in NUL); a failure is the git runner's one `GIT` error. */
 async function git(cwd: string, args: readonly string[]): Promise<string> {
-  try {
-    const { stdout } = await run('git', [...safeGitArgs(), ...args], { cwd, maxBuffer: 256 * 1024 * 1024, encoding: 'utf8', ...hardened });
-    return stdout;
-  } catch (error) {
-    const stderr = (error as { stderr?: string }).stderr?.trim();
-    throw new ProofgateError('GIT', `git ${args[0] ?? ''} failed in ${cwd}: ${stderr || errorMessage(error)}`);
-  }
+  return (await runGit(cwd, args)).stdout.toString('utf8');
 }
 
 function splitZ(text: string): string[] {
@@ -58,7 +47,11 @@ async function fileDigest(root: string, path: string): Promise<WorkspaceFileStat
 
 function checkScope(scope: unknown): readonly string[] | null {
   if (scope === null) return null;
-  if (!Array.isArray(scope) || scope.length === 0 || !scope.every((entry) => typeof entry === 'string' && entry.length > 0 && !entry.startsWith('/') && !entry.split('/').includes('..'))) {
+  if (
+    !Array.isArray(scope) ||
+    scope.length === 0 ||
+    !scope.every((entry) => typeof entry === 'string' && entry.length > 0 && !entry.startsWith('/') && !entry.split('/').includes('..'))
+  ) {
     throw new ProofgateError('INVALID_INPUT', 'scope must be null or a nonempty list of relative paths inside the repository');
   }
   return [...scope].sort();
@@ -91,8 +84,7 @@ export async function captureWorkspaceAnchor(directory: string, options: { reado
 }
 
 export type WorkspaceVerification =
-  | { readonly kind: 'verified'; readonly anchor: WorkspaceAnchor }
-  | { readonly kind: 'changed'; readonly reason: string; readonly paths: readonly string[] };
+  { readonly kind: 'verified'; readonly anchor: WorkspaceAnchor } | { readonly kind: 'changed'; readonly reason: string; readonly paths: readonly string[] };
 
 /** Re-read the repository and say whether it still is exactly the anchored workspace. */
 export async function verifyWorkspaceAnchor(anchor: WorkspaceAnchor): Promise<WorkspaceVerification> {

@@ -9,7 +9,9 @@ export function createPostgresArtifactStore(pool: Pool, guard: WriteGuard, clock
 
   const usage = async (runId: string): Promise<number> => {
     const result = await pool.query<{ total: string | null }>(
-      'SELECT sum(byte_length)::text AS total FROM proofgate_artifacts WHERE namespace = $1 AND run_id = $2', [namespace, runId]);
+      'SELECT sum(byte_length)::text AS total FROM proofgate_artifacts WHERE namespace = $1 AND run_id = $2',
+      [namespace, runId],
+    );
     return Number(result.rows[0]?.total ?? 0);
   };
 
@@ -23,17 +25,22 @@ export function createPostgresArtifactStore(pool: Pool, guard: WriteGuard, clock
         // One writer per run at a time, so the quota check and the insert see the same total.
         await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`proofgate-artifacts\u0001${namespace}\u0001${runId}`]);
         const found = await client.query<{ media_type: string; purpose: string }>(
-          'SELECT media_type, purpose FROM proofgate_artifacts WHERE namespace = $1 AND run_id = $2 AND digest = $3', [namespace, runId, ref.digest]);
+          'SELECT media_type, purpose FROM proofgate_artifacts WHERE namespace = $1 AND run_id = $2 AND digest = $3',
+          [namespace, runId, ref.digest],
+        );
         const stored = found.rows[0];
         if (stored !== undefined) {
           refuseOtherArtifactMeta(ref, runId, { mediaType: stored.media_type, purpose: stored.purpose });
         } else {
           const total = await client.query<{ total: string | null }>(
-            'SELECT sum(byte_length)::text AS total FROM proofgate_artifacts WHERE namespace = $1 AND run_id = $2', [namespace, runId]);
+            'SELECT sum(byte_length)::text AS total FROM proofgate_artifacts WHERE namespace = $1 AND run_id = $2',
+            [namespace, runId],
+          );
           guard.checkRunQuota(runId, Number(total.rows[0]?.total ?? 0), ref.byteLength);
           await client.query(
             'INSERT INTO proofgate_artifacts (namespace, run_id, digest, byte_length, media_type, purpose, bytes, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)',
-            [namespace, runId, ref.digest, ref.byteLength, ref.mediaType, ref.purpose, copy, clock.now().toISOString()]);
+            [namespace, runId, ref.digest, ref.byteLength, ref.mediaType, ref.purpose, copy, clock.now().toISOString()],
+          );
         }
         await client.query('COMMIT');
         return ref;
@@ -50,7 +57,9 @@ export function createPostgresArtifactStore(pool: Pool, guard: WriteGuard, clock
       const { runId } = guard.scope(scope);
       const digest = refDigest(ref);
       const result = await pool.query<{ bytes: Buffer; byte_length: number }>(
-        'SELECT bytes, byte_length FROM proofgate_artifacts WHERE namespace = $1 AND run_id = $2 AND digest = $3', [namespace, runId, digest]);
+        'SELECT bytes, byte_length FROM proofgate_artifacts WHERE namespace = $1 AND run_id = $2 AND digest = $3',
+        [namespace, runId, digest],
+      );
       const row = result.rows[0];
       if (row === undefined) throw new ProofgateError('NOT_FOUND', `artifact ${digest} is not stored for run ${runId}`, { digest, runId });
       return verifyArtifactBytes(digest, row.bytes, row.byte_length);
@@ -59,7 +68,11 @@ export function createPostgresArtifactStore(pool: Pool, guard: WriteGuard, clock
     async has(scope: ArtifactScope, digest: Sha256Digest): Promise<boolean> {
       live();
       const { runId } = guard.scope(scope);
-      const result = await pool.query('SELECT 1 FROM proofgate_artifacts WHERE namespace = $1 AND run_id = $2 AND digest = $3', [namespace, runId, refDigest(digest)]);
+      const result = await pool.query('SELECT 1 FROM proofgate_artifacts WHERE namespace = $1 AND run_id = $2 AND digest = $3', [
+        namespace,
+        runId,
+        refDigest(digest),
+      ]);
       return (result.rowCount ?? 0) > 0;
     },
 

@@ -35,8 +35,12 @@ export function createPostgresEventStore(pool: Pool, guard: WriteGuard, clock: C
       name: 'proofgate_append_v2',
       text: 'SELECT current_revision, inserted, existing FROM proofgate_append_v2($1, $2, $3, $4, $5, $6, $7)',
       values: [
-        namespace, batch.streamId, batch.expectedRevision,
-        batch.events.map((e) => e.id), batch.events.map((e) => e.type), batch.events.map((e) => e.dataText),
+        namespace,
+        batch.streamId,
+        batch.expectedRevision,
+        batch.events.map((e) => e.id),
+        batch.events.map((e) => e.type),
+        batch.events.map((e) => e.dataText),
         recordedAt,
       ],
     });
@@ -91,14 +95,14 @@ export function createPostgresEventStore(pool: Pool, guard: WriteGuard, clock: C
       const { fromRevision, limit } = checkReadOptions(options);
       const result = await pool.query<EventRow>(
         `SELECT ${EVENT_COLUMNS} FROM proofgate_events WHERE namespace = $1 AND stream_id = $2 AND revision > $3 ORDER BY revision LIMIT $4`,
-        [namespace, stream, fromRevision, limit ?? null]);
+        [namespace, stream, fromRevision, limit ?? null],
+      );
       return result.rows.map(eventFromRow);
     },
 
     async revision(streamId: string): Promise<number> {
       live();
-      const result = await pool.query<{ revision: number }>(
-        `SELECT (${STREAM_REVISION}) AS revision`, [namespace, checkName(streamId, 'stream id')]);
+      const result = await pool.query<{ revision: number }>(`SELECT (${STREAM_REVISION}) AS revision`, [namespace, checkName(streamId, 'stream id')]);
       return result.rows[0]?.revision ?? 0;
     },
 
@@ -109,7 +113,8 @@ export function createPostgresEventStore(pool: Pool, guard: WriteGuard, clock: C
            CROSS JOIN LATERAL (SELECT max(e.revision) AS revision FROM proofgate_events e
              WHERE e.namespace = s.namespace AND e.stream_id = s.stream_id) r
          WHERE s.namespace = $1 AND starts_with(s.stream_id, $2) AND r.revision IS NOT NULL ORDER BY s.stream_id COLLATE "C"`,
-        [namespace, checkPrefix(prefix)]);
+        [namespace, checkPrefix(prefix)],
+      );
       return result.rows.map((row) => ({ streamId: row.stream_id, revision: row.revision }));
     },
 
@@ -118,7 +123,8 @@ export function createPostgresEventStore(pool: Pool, guard: WriteGuard, clock: C
       const { afterPosition, limit, streamPrefix } = checkReadAllOptions(options);
       const result = await pool.query<EventRow>(
         `SELECT ${EVENT_COLUMNS} FROM proofgate_events WHERE namespace = $1 AND position > $2 AND starts_with(stream_id, $3) ORDER BY position LIMIT $4`,
-        [namespace, afterPosition, streamPrefix, limit ?? null]);
+        [namespace, afterPosition, streamPrefix, limit ?? null],
+      );
       return result.rows.map(eventFromRow);
     },
   };

@@ -33,12 +33,17 @@ async function openSchemaAndNamespace(pool: pg.Pool, record: StorageRecord, now:
   try {
     await client.query('BEGIN');
     await migratePostgres(client);
-    const stored = (await client.query<StoredNamespace>(
-      'SELECT provider, policy_digest AS "policyDigest" FROM proofgate_namespaces WHERE namespace = $1', [record.namespace])).rows[0];
+    const stored = (
+      await client.query<StoredNamespace>('SELECT provider, policy_digest AS "policyDigest" FROM proofgate_namespaces WHERE namespace = $1', [record.namespace])
+    ).rows[0];
     if (stored === undefined) {
-      await client.query(
-        'INSERT INTO proofgate_namespaces (namespace, provider, policy_digest, policy, created_at) VALUES ($1, $2, $3, $4, $5)',
-        [record.namespace, record.provider, record.policyDigest, canonicalJson(record.policy), now]);
+      await client.query('INSERT INTO proofgate_namespaces (namespace, provider, policy_digest, policy, created_at) VALUES ($1, $2, $3, $4, $5)', [
+        record.namespace,
+        record.provider,
+        record.policyDigest,
+        canonicalJson(record.policy),
+        now,
+      ]);
     } else {
       checkStoredNamespace(record, stored);
     }

@@ -182,14 +182,17 @@ export async function migratePostgres(client: PoolClient, target: number = POSTG
   await client.query('SELECT pg_advisory_xact_lock($1)', [SCHEMA_LOCK_KEY]);
   let version = 0;
   if (await tableExists(client, 'proofgate_schema')) {
-    const row = (await client.query<{ application: string; version: number }>(
-      'SELECT application, version FROM proofgate_schema WHERE id = 1')).rows[0];
+    const row = (await client.query<{ application: string; version: number }>('SELECT application, version FROM proofgate_schema WHERE id = 1')).rows[0];
     if (row === undefined || row.application !== 'proofgate') {
       throw new ProofgateError('NOT_OUR_DATABASE', 'table proofgate_schema exists but was not written by proofgate; nothing was changed');
     }
     version = row.version;
     if (version > POSTGRES_SCHEMA_VERSION) {
-      throw new ProofgateError('UNSUPPORTED_SCHEMA_VERSION', `the database has proofgate schema version ${version}; this build knows up to ${POSTGRES_SCHEMA_VERSION}`, { version });
+      throw new ProofgateError(
+        'UNSUPPORTED_SCHEMA_VERSION',
+        `the database has proofgate schema version ${version}; this build knows up to ${POSTGRES_SCHEMA_VERSION}`,
+        { version },
+      );
     }
   } else {
     for (const table of OUR_TABLES) {

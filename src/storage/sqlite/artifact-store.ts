@@ -4,22 +4,21 @@ import { refDigest, refuseOtherArtifactMeta, verifyArtifactBytes, type PreparedA
 import type { ArtifactMeta, ArtifactRef, ArtifactScope, ArtifactStore } from '../ports.js';
 
 /** The SQLite artifact store of one namespace. `live()` throws CLOSED once the storage is closed. */
-export function createSqliteArtifactStore(
-  db: Database.Database,
-  guard: WriteGuard,
-  clock: Clock,
-  live: () => void,
-): ArtifactStore {
+export function createSqliteArtifactStore(db: Database.Database, guard: WriteGuard, clock: Clock, live: () => void): ArtifactStore {
   const namespace = guard.namespace;
   const statements = {
     find: db.prepare<[string, string, string], { media_type: string; purpose: string }>(
-      'SELECT media_type, purpose FROM proofgate_artifacts WHERE namespace = ? AND run_id = ? AND digest = ?'),
+      'SELECT media_type, purpose FROM proofgate_artifacts WHERE namespace = ? AND run_id = ? AND digest = ?',
+    ),
     usage: db.prepare<[string, string], { total: number | null }>(
-      'SELECT sum(byte_length) AS total FROM proofgate_artifacts WHERE namespace = ? AND run_id = ?'),
+      'SELECT sum(byte_length) AS total FROM proofgate_artifacts WHERE namespace = ? AND run_id = ?',
+    ),
     insert: db.prepare<[string, string, string, number, string, string, Buffer, string]>(
-      'INSERT INTO proofgate_artifacts (namespace, run_id, digest, byte_length, media_type, purpose, bytes, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)'),
+      'INSERT INTO proofgate_artifacts (namespace, run_id, digest, byte_length, media_type, purpose, bytes, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+    ),
     bytes: db.prepare<[string, string, string], { bytes: Buffer; byte_length: number }>(
-      'SELECT bytes, byte_length FROM proofgate_artifacts WHERE namespace = ? AND run_id = ? AND digest = ?'),
+      'SELECT bytes, byte_length FROM proofgate_artifacts WHERE namespace = ? AND run_id = ? AND digest = ?',
+    ),
   };
 
   const writeInTransaction = db.transaction((artifact: PreparedArtifact, createdAt: string): ArtifactRef => {

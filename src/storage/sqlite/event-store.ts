@@ -14,30 +14,31 @@ function isUniqueViolation(error: unknown): boolean {
 const twice = (text: string): [string, string] => [text, text];
 
 /** The SQLite event store of one namespace. `live()` throws CLOSED once the storage is closed. */
-export function createSqliteEventStore(
-  db: Database.Database,
-  guard: WriteGuard,
-  clock: Clock,
-  live: () => void,
-): EventStore {
+export function createSqliteEventStore(db: Database.Database, guard: WriteGuard, clock: Clock, live: () => void): EventStore {
   const namespace = guard.namespace;
   const statements = {
-    revision: db.prepare<[string, string], { revision: number }>(
-      'SELECT revision FROM proofgate_streams WHERE namespace = ? AND stream_id = ?'),
+    revision: db.prepare<[string, string], { revision: number }>('SELECT revision FROM proofgate_streams WHERE namespace = ? AND stream_id = ?'),
     byId: db.prepare<[string, string], ExistingEvent>(
-      'SELECT event_id AS id, stream_id AS streamId, revision, type, data AS dataText FROM proofgate_events WHERE namespace = ? AND event_id = ?'),
+      'SELECT event_id AS id, stream_id AS streamId, revision, type, data AS dataText FROM proofgate_events WHERE namespace = ? AND event_id = ?',
+    ),
     insert: db.prepare<[string, string, number, string, string, string, string]>(
-      'INSERT INTO proofgate_events (namespace, stream_id, revision, event_id, type, data, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?)'),
+      'INSERT INTO proofgate_events (namespace, stream_id, revision, event_id, type, data, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+    ),
     setRevision: db.prepare<[string, string, number]>(
-      'INSERT INTO proofgate_streams (namespace, stream_id, revision) VALUES (?, ?, ?) ON CONFLICT (namespace, stream_id) DO UPDATE SET revision = excluded.revision'),
+      'INSERT INTO proofgate_streams (namespace, stream_id, revision) VALUES (?, ?, ?) ON CONFLICT (namespace, stream_id) DO UPDATE SET revision = excluded.revision',
+    ),
     read: db.prepare<[string, string, number, number], EventRow>(
-      `SELECT ${EVENT_COLUMNS} FROM proofgate_events WHERE namespace = ? AND stream_id = ? AND revision > ? ORDER BY revision LIMIT ?`),
+      `SELECT ${EVENT_COLUMNS} FROM proofgate_events WHERE namespace = ? AND stream_id = ? AND revision > ? ORDER BY revision LIMIT ?`,
+    ),
     readAll: db.prepare<[string, number, number], EventRow>(
-      `SELECT ${EVENT_COLUMNS} FROM proofgate_events WHERE namespace = ? AND position > ? ORDER BY position LIMIT ?`),
+      `SELECT ${EVENT_COLUMNS} FROM proofgate_events WHERE namespace = ? AND position > ? ORDER BY position LIMIT ?`,
+    ),
     readAllPrefix: db.prepare<[string, number, string, string, number], EventRow>(
-      `SELECT ${EVENT_COLUMNS} FROM proofgate_events WHERE namespace = ? AND position > ? AND substr(stream_id, 1, length(?)) = ? ORDER BY position LIMIT ?`),
+      `SELECT ${EVENT_COLUMNS} FROM proofgate_events WHERE namespace = ? AND position > ? AND substr(stream_id, 1, length(?)) = ? ORDER BY position LIMIT ?`,
+    ),
     list: db.prepare<[string, string, string], { stream_id: string; revision: number }>(
-      'SELECT stream_id, revision FROM proofgate_streams WHERE namespace = ? AND revision > 0 AND substr(stream_id, 1, length(?)) = ? ORDER BY stream_id'),
+      'SELECT stream_id, revision FROM proofgate_streams WHERE namespace = ? AND revision > 0 AND substr(stream_id, 1, length(?)) = ? ORDER BY stream_id',
+    ),
   };
 
   const insertBatch = (batch: PreparedAppend, recordedAt: string): AppendResult => {
@@ -102,16 +103,16 @@ export function createSqliteEventStore(
 
     async listStreams(prefix?: string): Promise<StreamInfo[]> {
       live();
-      return statements.list.all(namespace, ...twice(checkPrefix(prefix)))
-        .map((row) => ({ streamId: row.stream_id, revision: row.revision }));
+      return statements.list.all(namespace, ...twice(checkPrefix(prefix))).map((row) => ({ streamId: row.stream_id, revision: row.revision }));
     },
 
     async readAll(options?: ReadAllOptions): Promise<StoredEvent[]> {
       live();
       const { afterPosition, limit, streamPrefix } = checkReadAllOptions(options);
-      const rows = streamPrefix === ''
-        ? statements.readAll.all(namespace, afterPosition, limit ?? NO_LIMIT)
-        : statements.readAllPrefix.all(namespace, afterPosition, ...twice(streamPrefix), limit ?? NO_LIMIT);
+      const rows =
+        streamPrefix === ''
+          ? statements.readAll.all(namespace, afterPosition, limit ?? NO_LIMIT)
+          : statements.readAllPrefix.all(namespace, afterPosition, ...twice(streamPrefix), limit ?? NO_LIMIT);
       return rows.map(eventFromRow);
     },
   };

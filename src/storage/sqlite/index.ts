@@ -30,14 +30,20 @@ export interface LocalRunStorageOptions {
 function registerNamespace(db: Database.Database, storage: Pick<RunStorage, 'record'>, now: string): void {
   const { record } = storage;
   db.transaction(() => {
-    const stored = db.prepare<[string], StoredNamespace>(
-      'SELECT provider, policy_digest AS policyDigest FROM proofgate_namespaces WHERE namespace = ?').get(record.namespace);
+    const stored = db
+      .prepare<[string], StoredNamespace>('SELECT provider, policy_digest AS policyDigest FROM proofgate_namespaces WHERE namespace = ?')
+      .get(record.namespace);
     if (stored !== undefined) {
       checkStoredNamespace(record, stored);
       return;
     }
-    db.prepare('INSERT INTO proofgate_namespaces (namespace, provider, policy_digest, policy, created_at) VALUES (?, ?, ?, ?, ?)')
-      .run(record.namespace, record.provider, record.policyDigest, canonicalJson(record.policy), now);
+    db.prepare('INSERT INTO proofgate_namespaces (namespace, provider, policy_digest, policy, created_at) VALUES (?, ?, ?, ?, ?)').run(
+      record.namespace,
+      record.provider,
+      record.policyDigest,
+      canonicalJson(record.policy),
+      now,
+    );
   }).immediate();
 }
 
@@ -59,7 +65,14 @@ export function createLocalRunStorage(options: LocalRunStorageOptions): RunStora
       mkdirSync(options.directory, { recursive: true });
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
-      const why = code === 'EEXIST' ? 'it is a file, not a directory' : code === 'ENOTDIR' ? 'a parent of it is a file, not a directory' : code === 'EACCES' || code === 'EPERM' ? 'permission denied' : errorMessage(error);
+      const why =
+        code === 'EEXIST'
+          ? 'it is a file, not a directory'
+          : code === 'ENOTDIR'
+            ? 'a parent of it is a file, not a directory'
+            : code === 'EACCES' || code === 'EPERM'
+              ? 'permission denied'
+              : errorMessage(error);
       throw new ProofgateError('IO', `cannot use ${options.directory} as a data directory: ${why}`, { directory: options.directory });
     }
   }

@@ -66,7 +66,11 @@ export function openLocalStoreReader(options: LocalStoreReaderOptions): RunStora
     }
     const { record, guard } = planOpen('sqlite', namespace, storedPolicy(row, namespace, file), undefined);
     if (record.policyDigest !== row.policy_digest) {
-      throw new ProofgateError('INVALID_STORED_VALUE', `the stored policy of namespace ${namespace} in ${file} does not match its digest ${row.policy_digest}`, { namespace, file });
+      throw new ProofgateError(
+        'INVALID_STORED_VALUE',
+        `the stored policy of namespace ${namespace} in ${file} does not match its digest ${row.policy_digest}`,
+        { namespace, file },
+      );
     }
     let closed = false;
     const live = (): void => {
@@ -76,20 +80,26 @@ export function openLocalStoreReader(options: LocalStoreReaderOptions): RunStora
     const artifacts = createSqliteArtifactStore(db, guard, systemClock, live);
     return Object.freeze({
       record,
-      eventStore: withSqliteErrors({
-        ...events,
-        async append(): Promise<AppendResult> {
-          live();
-          throw readOnlyError(file);
+      eventStore: withSqliteErrors(
+        {
+          ...events,
+          async append(): Promise<AppendResult> {
+            live();
+            throw readOnlyError(file);
+          },
         },
-      }, file),
-      artifactStore: withSqliteErrors({
-        ...artifacts,
-        async write(): Promise<ArtifactRef> {
-          live();
-          throw readOnlyError(file);
+        file,
+      ),
+      artifactStore: withSqliteErrors(
+        {
+          ...artifacts,
+          async write(): Promise<ArtifactRef> {
+            live();
+            throw readOnlyError(file);
+          },
         },
-      }, file),
+        file,
+      ),
       prepareJson: (value: unknown, where?: string) => guard.prepareJson(value, where),
       async close(): Promise<void> {
         if (closed) return;

@@ -70,7 +70,7 @@ function checkHeader(file: string): void {
   } finally {
     closeSync(fd);
   }
-  if (size < 100 || !header.equals(SQLITE_HEADER)) throw corruptDatabase(file, 'the file header is not SQLite\'s');
+  if (size < 100 || !header.equals(SQLITE_HEADER)) throw corruptDatabase(file, "the file header is not SQLite's");
 }
 
 export type Identity = { kind: 'fresh' } | { kind: 'ours'; version: number };
@@ -81,7 +81,11 @@ function identify(db: Database.Database, file: string): Identity {
   const version = db.pragma('user_version', { simple: true }) as number;
   if (applicationId === APPLICATION_ID) {
     if (version > SQLITE_SCHEMA_VERSION) {
-      throw new ProofgateError('UNSUPPORTED_SCHEMA_VERSION', `${file} has proofgate schema version ${version}; this build knows up to ${SQLITE_SCHEMA_VERSION}`, { file, version });
+      throw new ProofgateError(
+        'UNSUPPORTED_SCHEMA_VERSION',
+        `${file} has proofgate schema version ${version}; this build knows up to ${SQLITE_SCHEMA_VERSION}`,
+        { file, version },
+      );
     }
     return { kind: 'ours', version };
   }
@@ -179,7 +183,11 @@ export function openSqliteReadOnly(directory: string): ReadOnlyDatabase {
   try {
     const identity = identify(db, file);
     if (identity.kind === 'ours' && identity.version < SQLITE_SCHEMA_VERSION) {
-      throw new ProofgateError('UNSUPPORTED_SCHEMA_VERSION', `${file} has proofgate schema version ${identity.version}; open it for writing once to migrate it to ${SQLITE_SCHEMA_VERSION}`, { file, version: identity.version });
+      throw new ProofgateError(
+        'UNSUPPORTED_SCHEMA_VERSION',
+        `${file} has proofgate schema version ${identity.version}; open it for writing once to migrate it to ${SQLITE_SCHEMA_VERSION}`,
+        { file, version: identity.version },
+      );
     }
     return { db, file, identity };
   } catch (error) {

@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openLocalForge } from '../../../src/forge/local/index.js';
 import { runCliAsync as runCli } from '../../cli/helpers.js';
@@ -11,6 +12,18 @@ const cleanups: Array<() => void> = [];
 afterEach(() => {
   for (const cleanup of cleanups.splice(0)) cleanup();
 });
+
+/** What the data dir's store holds: every event and artifact of every namespace. */
+function stored(data: string): { events: number; last: number; artifacts: number } {
+  const db = new Database(join(data, 'proofgate.sqlite'), { readonly: true, fileMustExist: true });
+  try {
+    const events = db.prepare('SELECT COUNT(*) AS n, COALESCE(MAX(position), 0) AS last FROM proofgate_events').get() as { n: number; last: number };
+    const artifacts = db.prepare('SELECT COUNT(*) AS n FROM proofgate_artifacts').get() as { n: number };
+    return { events: events.n, last: events.last, artifacts: artifacts.n };
+  } finally {
+    db.close();
+  }
+}
 
 function tempDir(prefix: string): string {
   const dir = mkdtempSync(join(tmpdir(), prefix));
@@ -86,11 +99,18 @@ describe('proofgate automerge / demo (built CLI)', { timeout: 180_000 }, () => {
     const { repo, data } = await repoWithChange();
     const first = await runCli(['automerge', '1', '--repo', repo.dir, '--data', data]);
     expect(first.status, first.stderr).toBe(0);
-    const commentsOf = async (id: string) => (JSON.parse((await runCli(['change', 'show', id, '--repo', repo.dir, '--data', data, '--json'])).stdout) as { comments: unknown[] }).comments.length;
+    const commentsOf = async (id: string) =>
+      (JSON.parse((await runCli(['change', 'show', id, '--repo', repo.dir, '--data', data, '--json'])).stdout) as { comments: unknown[] }).comments.length;
     const before = await commentsOf('1');
     const again = await runCli(['automerge', '1', '--repo', repo.dir, '--data', data, '--json']);
     expect(again.status, again.stderr).toBe(0);
-    expect(JSON.parse(again.stdout)).toMatchObject({ change: '1', outcome: 'merged', head: repo.sha('feature'), mergeCommit: repo.sha('main'), verdict: 'CONFIRMED' });
+    expect(JSON.parse(again.stdout)).toMatchObject({
+      change: '1',
+      outcome: 'merged',
+      head: repo.sha('feature'),
+      mergeCommit: repo.sha('main'),
+      verdict: 'CONFIRMED',
+    });
     expect(again.stderr).toBe('');
     expect(await commentsOf('1')).toBe(before);
 
@@ -99,7 +119,9 @@ describe('proofgate automerge / demo (built CLI)', { timeout: 180_000 }, () => {
     expect((await runCli(['change', 'close', '2', '--repo', repo.dir, '--data', data])).status).toBe(0);
     const closed = await runCli(['automerge', '2', '--repo', repo.dir, '--data', data]);
     expect(closed.status).toBe(1);
-    expect(closed.stderr.trim().split('\n')).toEqual(['proofgate: change 2 is closed without merging; nothing to automerge (nothing was posted) [NOT_MERGEABLE]']);
+    expect(closed.stderr.trim().split('\n')).toEqual([
+      'proofgate: change 2 is closed without merging; nothing to automerge (nothing was posted) [NOT_MERGEABLE]',
+    ]);
     expect(await commentsOf('2')).toBe(0);
   });
 
@@ -112,7 +134,9 @@ describe('proofgate automerge / demo (built CLI)', { timeout: 180_000 }, () => {
     expect(automerge.stderr.trim().split('\n')).toEqual([`proofgate: cannot use ${file} as a data directory: it is a file, not a directory [DATA_DIR]`]);
     const demo = await runCli(['demo', '--data', file]);
     expect(demo.status).toBe(1);
-    expect(demo.stderr.trim().split('\n')).toEqual([`proofgate: cannot keep the demo's state in ${file}: it (or a path inside it) is a file, not a directory [DATA_DIR]`]);
+    expect(demo.stderr.trim().split('\n')).toEqual([
+      `proofgate: cannot keep the demo's state in ${file}: it (or a path inside it) is a file, not a directory [DATA_DIR]`,
+    ]);
   });
 
   it('a comment command from someone without write permission is refused and runs nothing', async () => {
@@ -122,6 +146,81 @@ describe('proofgate automerge / demo (built CLI)', { timeout: 180_000 }, () => {
     expect(result.stderr).toContain('ignored "automerge" from Mallory');
     const shown = await runCli(['change', 'show', '1', '--repo', repo.dir, '--data', data, '--json']);
     expect((JSON.parse(shown.stdout) as { state: string }).state).toBe('open');
+  });
+
+  it("--replay COMMENT_ID processes a maintainer's /proofgate automerge again: the loop runs once more, the timeline says who asked", async () => {
+    const { repo, data } = await repoWithChange({ broken: true });
+    const first = await runCli(['change', 'comment', '1', '/proofgate automerge', '--as', MAINTAINER, '--repo', repo.dir, '--data', data, '--json']);
+    expect(first.status, first.stderr).toBe(3);
+    const blocked = JSON.parse(first.stdout) as { code: string; comment: { id: string } };
+    // --json carries the reason code of the decision the loop ended on.
+    expect(blocked.code).toBe('no-agent-fix');
+    // The author fixes the branch; the ledger has processed the comment, so only a replay runs it again.
+    const fixed = repo.commit('feature', { 'broken.txt': null }, 'remove broken.txt');
+    const replayed = await runCli(['automerge', '1', '--replay', blocked.comment.id, '--repo', repo.dir, '--data', data, '--json']);
+    expect(replayed.status, replayed.stderr).toBe(0);
+    const outcome = JSON.parse(replayed.stdout) as { outcome: string; code: string; head: string; replayed: string; timeline: { text: string }[] };
+    expect(outcome).toMatchObject({ outcome: 'merged', code: 'ready', head: fixed, replayed: blocked.comment.id });
+    const operator = repo.git(['config', 'user.name']);
+    const texts = outcome.timeline.map((entry) => entry.text);
+    const replay = texts.indexOf(`${operator} replayed comment ${blocked.comment.id} by ${MAINTAINER}`);
+    expect(replay).toBeGreaterThan(0);
+    expect(texts.slice(replay + 1)).toContain(`${MAINTAINER}: /proofgate automerge`);
+    expect(replayed.stderr).toContain(`replaying comment ${blocked.comment.id} by ${MAINTAINER}, asked by ${operator}`);
+    // Nothing new was posted in the maintainer's name or the operator's: the one command comment is still the only one.
+    const shown = JSON.parse((await runCli(['change', 'show', '1', '--repo', repo.dir, '--data', data, '--json'])).stdout) as {
+      state: string;
+      comments: { body: string }[];
+    };
+    expect(shown.state).toBe('merged');
+    expect(shown.comments.filter((c) => c.body === '/proofgate automerge')).toHaveLength(1);
+  });
+
+  it("--replay of an unknown comment, a comment on another change, a stranger's command or a plain comment: one typed line, exit 1, nothing stored changes", async () => {
+    const { repo, data } = await repoWithChange();
+    repo.commit('other', { 'other.txt': 'other\n' }, 'other', 'main');
+    const opened = await openLocalForge({ repoDir: repo.dir, dataDir: data });
+    let elsewhere: string;
+    let stranger: string;
+    let plain: string;
+    try {
+      expect((await opened.forge.openChange({ head: 'other', base: 'main' })).id).toBe('2');
+      // Posted straight to the forge: none of them was routed.
+      elsewhere = (await opened.forge.commentAs('2', '/proofgate automerge', MAINTAINER)).id;
+      stranger = (await opened.forge.commentAs('1', '/proofgate automerge', 'Mallory')).id;
+      plain = (await opened.forge.commentAs('1', 'looks good to me', MAINTAINER)).id;
+    } finally {
+      await opened.close();
+    }
+    const before = stored(data);
+    const refs = repo.git(['for-each-ref', '--format=%(refname) %(objectname)']);
+    const cases: [string, string][] = [
+      [
+        'cmt_nosuchcomment',
+        'proofgate: change 1 has no comment cmt_nosuchcomment: only a comment on this change can be replayed (nothing was stored) [NOT_FOUND]',
+      ],
+      [elsewhere, `proofgate: change 1 has no comment ${elsewhere}: only a comment on this change can be replayed (nothing was stored) [NOT_FOUND]`],
+      [
+        stranger,
+        `proofgate: comment ${stranger} on change 1 cannot be replayed: Mallory has read permission; only a command comment from someone with write permission can be (nothing was stored) [INVALID_INPUT]`,
+      ],
+      [plain, `proofgate: comment ${plain} on change 1 is not a proofgate command comment; nothing to replay (nothing was stored) [INVALID_INPUT]`],
+    ];
+    for (const [comment, line] of cases) {
+      const result = await runCli(['automerge', '1', '--replay', comment, '--repo', repo.dir, '--data', data]);
+      expect(result.status, result.stderr).toBe(1);
+      expect(result.stderr.trim().split('\n')).toEqual([line]);
+      expect(result.stdout).toBe('');
+      expect(stored(data)).toEqual(before);
+    }
+    expect(repo.git(['for-each-ref', '--format=%(refname) %(objectname)'])).toBe(refs);
+  });
+
+  it('--help documents --replay', async () => {
+    const help = await runCli(['automerge', '--help']);
+    expect(help.status).toBe(0);
+    expect(help.stdout).toContain('--replay <comment-id>');
+    expect(help.stdout).toContain('write permission');
   });
 
   it('rejects a bad change id with a usage error', async () => {

@@ -55,8 +55,15 @@ async function automerge(repo: TempRepo, data: string, crashAt: string | null): 
 async function setup(conflict: boolean): Promise<{ repo: TempRepo; data: string; base: string }> {
   const repo = makeTempRepo('proofgate-crash-');
   const data = mkdtempSync(join(tmpdir(), 'proofgate-crash-data-'));
-  cleanups.push(() => repo.cleanup(), () => rmSync(data, { recursive: true, force: true }));
-  repo.commit('main', { 'README.md': '# crash\n', 'CHANGELOG.md': '# Changelog\n\n## Unreleased\n\n', 'check.mjs': CHECK_SCRIPT, '.proofgate.yml': repoConfig() }, 'initial');
+  cleanups.push(
+    () => repo.cleanup(),
+    () => rmSync(data, { recursive: true, force: true }),
+  );
+  repo.commit(
+    'main',
+    { 'README.md': '# crash\n', 'CHANGELOG.md': '# Changelog\n\n## Unreleased\n\n', 'check.mjs': CHECK_SCRIPT, '.proofgate.yml': repoConfig() },
+    'initial',
+  );
   repo.git(['reset', '-q', '--hard', 'main']);
   repo.commit('feature', { 'feature.txt': 'a feature\n', 'CHANGELOG.md': '# Changelog\n\n## Unreleased\n\n- add the feature\n' }, 'add feature', 'main');
   if (conflict) repo.commit('main', { 'CHANGELOG.md': '# Changelog\n\n## Unreleased\n\n- something else landed first\n' }, 'other change');

@@ -21,9 +21,9 @@ async function verdictsOf(f: LoopFixture, id: string) {
   return collectVerdicts(snapshot.comments, { selfLogin: f.forge.selfLogin, secret: f.automerge.env.secret, changeId: id }).verdicts;
 }
 
-async function decisions(f: LoopFixture, id: string): Promise<string[]> {
+async function decisions(f: LoopFixture, id: string): Promise<{ kind: unknown; code: unknown }[]> {
   const { steps } = await f.automerge.env.store.load(id);
-  return steps.filter((step) => step.step === 'decision').map((step) => `${String(step.kind)}: ${String(step.reason)}`);
+  return steps.filter((step) => step.step === 'decision').map((step) => ({ kind: step.kind, code: step.code }));
 }
 
 describe('a verdict binds the config, contract and diff it was judged on', () => {
@@ -46,11 +46,13 @@ describe('a verdict binds the config, contract and diff it was judged on', () =>
     expect(f.repo.sha('main')).toBe(forbidden);
     expect((await f.forge.snapshot(id)).state).toBe('open');
     // The old pass was not taken: the loop asked for a re-review and said why.
-    expect(await decisions(f, id)).toContainEqual(expect.stringMatching(/^review: head [0-9a-f]{12} needs a re-review: config changed since review /));
+    expect(await decisions(f, id)).toContainEqual({ kind: 'review', code: 'bindings-changed' });
+    // One review comment, edited in place: it now holds the REFUTED verdict, bound to the new config and the same diff.
     const after = await verdictsOf(f, id);
-    expect(after.map((v) => v.fields.verdict)).toEqual(['CONFIRMED', 'REFUTED']);
-    expect(after[1]?.fields.config).not.toBe(after[0]?.fields.config);
-    expect(after[1]?.fields.diff).toBe(after[0]?.fields.diff);
+    expect(after.map((v) => v.fields.verdict)).toEqual(['REFUTED']);
+    expect(after[0]?.commentId).toBe(before[0]?.commentId);
+    expect(after[0]?.fields.config).not.toBe(before[0]?.fields.config);
+    expect(after[0]?.fields.diff).toBe(before[0]?.fields.diff);
   });
 
   it('the base moving on with an unrelated commit leaves the verdict bound: it merges without a second review', async () => {
@@ -71,7 +73,7 @@ describe('a verdict binds the config, contract and diff it was judged on', () =>
 });
 
 describe('a change to what proofgate trusts needs a maintainer for its current head', () => {
-  it('waits for /proofgate approve; a stranger\'s approve does nothing; an approval of an older head is void; the maintainer\'s approval merges', async () => {
+  it("waits for /proofgate approve; a stranger's approve does nothing; an approval of an older head is void; the maintainer's approval merges", async () => {
     const f = (fixture = await loopFixture({ automerge: { waits: { transientWaitMs: 0, shepherdWaitMs: 0, transientPollMs: 200, shepherdPollMs: 200 } } }));
     const base = f.repo.sha('main');
     const id = await f.openChange('loosen', { '.proofgate.yml': repoConfig(FORBID_VENDOR) }, 'tighten the rules');
@@ -87,7 +89,8 @@ describe('a change to what proofgate trusts needs a maintainer for its current h
     const waiting = await finished((await f.command(id, '/proofgate automerge')).dispatch?.done);
     expect(waiting.kind).toBe('waiting');
     expect(waiting.verdict).toBe('CONFIRMED');
-    expect(waiting.reason).toMatch(/needs a maintainer's approval: touches \.proofgate\.yml/);
+    expect(waiting.code).toBe('approval-required');
+    expect(waiting.reason).toContain('.proofgate.yml');
     expect(f.repo.sha('main')).toBe(base);
 
     // Someone without write permission approves: refused, nothing recorded, still waiting.
@@ -98,13 +101,17 @@ describe('a change to what proofgate trusts needs a maintainer for its current h
     await f.automerge.jobs.close();
     const still = await finished((await f.command(id, '/proofgate status')).dispatch?.done);
     expect(still.kind).toBe('waiting');
-    expect(still.reason).toMatch(/needs a maintainer's approval/);
+    expect(still.code).toBe('approval-required');
     expect(f.repo.sha('main')).toBe(base);
 
     // An approval naming another sha than the head is refused with the reason.
     const wrong = await f.command(id, `/proofgate approve ${first}`);
     expect(wrong.dispatch).toBeNull();
-    expect((await f.forge.snapshot(id)).comments.some((c) => c.author === f.forge.selfLogin && c.body.includes(`names ${first}, but the change's head is ${second}`))).toBe(true);
+    expect(
+      (await f.forge.snapshot(id)).comments.some(
+        (c) => c.author === f.forge.selfLogin && c.body.includes(`names ${first}, but the change's head is ${second}`),
+      ),
+    ).toBe(true);
 
     // The maintainer approves the current head: it merges.
     const approved = await f.command(id, `/proofgate approve ${second}`);

@@ -18,12 +18,9 @@ afterEach(async () => {
 // Jailed where bubblewrap works (always under CI=true); unjailed, saying so, elsewhere.
 const sandbox = await sandboxForTests();
 
-
-
 function seen(f: LoopFixture, prefix: string): Promise<void> {
   return until(() => f.progress.some((p) => p.text.startsWith(prefix)), `no progress line "${prefix}"`);
 }
-
 
 /** Longer than any test: the loop can only move on because something woke it. */
 const NEVER_MS = 3_600_000;

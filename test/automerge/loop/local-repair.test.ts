@@ -68,6 +68,56 @@ describe('automerge repairs on the local forge', () => {
     expect(changelog).not.toContain('<<<<<<<');
   });
 
+  it('BEHIND (the base requires up-to-date heads) is repaired by the rebase fast path and merges the rebased head after its own review and checks', async () => {
+    const f = (fixture = await loopFixture({ config: repoConfig('requireUpToDate: true') }));
+    const id = await f.openChange('feature', { 'feature.txt': 'a feature\n' });
+    const old = f.repo.sha('feature');
+    // The old head is reviewed and passes: that verdict must not carry over to the rebased head.
+    await finished((await f.command(id, '/proofgate review')).dispatch?.done);
+    const unrelated = f.repo.commit('main', { 'NOTES.md': 'unrelated work\n' }, 'unrelated work on main');
+    expect((await f.forge.snapshot(id)).mergeStateStatus).toBe('BEHIND');
+
+    const outcome = await finished((await f.command(id, '/proofgate automerge')).dispatch?.done);
+    expect(outcome.kind, outcome.reason).toBe('merged');
+    const { state, steps } = await f.automerge.env.store.load(id);
+    expect(steps.filter((step) => step.step === 'decision').map((step) => step.code)).toContain('behind');
+    // One automatic rebase from the old head: it counts against the caps like any repair.
+    expect(state.repairs.map((r) => [r.repair, r.head, r.status, r.automatic])).toEqual([['rebase', old, 'pushed', true]]);
+    const rebased = state.repairs[0]?.newHead ?? 'missing';
+    expect(rebased).not.toBe(old);
+    expect(f.repo.git(['merge-base', '--is-ancestor', unrelated, rebased])).toBe('');
+    // The rebased head was reviewed and checked before it merged; the old head never merged.
+    expect(outcome.head).toBe(rebased);
+    expect(state.merged?.head).toBe(rebased);
+    expect(state.reviews.filter((r) => r.verdict === 'CONFIRMED').map((r) => r.head)).toEqual([old, rebased]);
+    expect((await f.forge.store.checks(rebased)).map((c) => [c.name, c.conclusion])).toEqual([['test', 'success']]);
+    expect(f.repo.git(['log', '-1', '--format=%B', 'main'])).toContain(`Proofgate-Reviewed-Head: ${rebased}`);
+    expect(f.repo.git(['rev-parse', 'main^'])).toBe(unrelated);
+    expect(f.repo.git(['show', 'main:feature.txt'])).toBe('a feature');
+  });
+
+  it('a check that also fails on main is reported as the base being blocked: no repair, no cap spent, nothing pushed', async () => {
+    const f = (fixture = await loopFixture({ config: repoConfig(AGENT_FIX) }));
+    // main itself fails the check; the change only adds a feature on top.
+    const broken = f.repo.commit('main', { 'broken.txt': 'main is broken\n' }, 'break main');
+    const id = await f.openChange('feature', { 'feature.txt': 'a feature\n' });
+    const head = f.repo.sha('feature');
+
+    const outcome = await finished((await f.command(id, '/proofgate automerge')).dispatch?.done);
+    expect(outcome.kind, outcome.reason).toBe('blocked');
+    expect(outcome.code).toBe('base-blocked');
+    expect(outcome.reason).toContain('proofgate / test');
+    expect(outcome.reason).toContain(broken.slice(0, 12));
+    // The check ran on main's commit itself, and failed there too.
+    expect((await f.forge.store.checks(broken)).map((c) => [c.name, c.conclusion])).toEqual([['test', 'failure']]);
+    // Not charged to the change: the agent (which would delete broken.txt) never ran, nothing was pushed or merged.
+    const { state } = await f.automerge.env.store.load(id);
+    expect(state.repairs).toEqual([]);
+    expect(f.repo.sha('feature')).toBe(head);
+    expect(f.repo.sha('main')).toBe(broken);
+    expect((await f.forge.snapshot(id)).labels).toContain(LABELS.humanReview);
+  });
+
   it('blocks with the human-review label when the repair cap is reached', async () => {
     const cap = [
       'automerge:',
@@ -81,7 +131,7 @@ describe('automerge repairs on the local forge', () => {
     const id = await f.openChange('broken', { 'broken.txt': 'this breaks the check\n' });
     const outcome = await finished((await f.command(id, '/proofgate automerge')).dispatch?.done);
     expect(outcome.kind).toBe('blocked');
-    expect(outcome.reason).toMatch(/repair cap reached|made no change/);
+    expect(['repair-cap-per-change', 'repair-cap-per-head', 'repair-made-no-change']).toContain(outcome.code);
     expect((await f.forge.snapshot(id)).labels).toContain(LABELS.humanReview);
   });
 });

@@ -38,7 +38,8 @@ export function repoConfig(extra = ''): string {
 }
 
 /** The check every fixture repository runs: fails when `broken.txt` exists. */
-export const CHECK_SCRIPT = "import { existsSync } from 'node:fs';\nif (existsSync('broken.txt')) { console.error('broken.txt is present'); process.exit(1); }\nconsole.log('ok');\n";
+export const CHECK_SCRIPT =
+  "import { existsSync } from 'node:fs';\nif (existsSync('broken.txt')) { console.error('broken.txt is present'); process.exit(1); }\nconsole.log('ok');\n";
 
 export interface LoopFixture {
   readonly repo: TempRepo;
@@ -54,7 +55,12 @@ export interface LoopFixture {
 }
 
 export async function loopFixture(options: { config?: string; automerge?: Partial<LocalAutomergeOptions> } = {}): Promise<LoopFixture> {
-  const repo = makeSeededRepo('proofgate-automerge-', { 'README.md': '# demo\n', 'CHANGELOG.md': '# Changelog\n\n## Unreleased\n\n', 'check.mjs': CHECK_SCRIPT, '.proofgate.yml': options.config ?? repoConfig() });
+  const repo = makeSeededRepo('proofgate-automerge-', {
+    'README.md': '# demo\n',
+    'CHANGELOG.md': '# Changelog\n\n## Unreleased\n\n',
+    'check.mjs': CHECK_SCRIPT,
+    '.proofgate.yml': options.config ?? repoConfig(),
+  });
   const dataDir = mkdtempSync(join(tmpdir(), 'proofgate-automerge-data-'));
   const opened = await openLocalForge({ repoDir: repo.dir, dataDir });
   const progress: LoopProgress[] = [];

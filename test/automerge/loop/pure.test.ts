@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { applyOutcome, initialLedger, type AutomergeDecision } from '../../../src/automerge/index.js';
+import { AUTOMERGE_REASON_CODES, applyOutcome, initialLedger, type AutomergeDecision } from '../../../src/automerge/index.js';
 import {
   ChangeSignals,
   DEFAULT_WAIT_SETTINGS,
@@ -15,14 +15,23 @@ import {
   waitKindFor,
   waitSettings,
 } from '../../../src/automerge/loop/index.js';
+import { baseResultsMissing } from '../../../src/automerge/loop/base-checks.js';
 import { emptyRepoConfig, parseRepoConfig } from '../../../src/contracts/repo-config.js';
+import type { ChangeSnapshot, ForgeCheck } from '../../../src/forge/port.js';
 import { defaultStoragePolicy } from '../../../src/storage/policy.js';
 import { createLocalRunStorage } from '../../../src/storage/sqlite/index.js';
 
 const HEAD = 'a'.repeat(40);
 const NEW = 'b'.repeat(40);
 const AT = '2026-01-01T00:00:00.000Z';
-const repair = (kind: 'rebase' | 'fix-checks' | 'fix-findings'): AutomergeDecision => ({ kind: 'repair', repair: kind, head: HEAD, reason: 'why' });
+const REPAIR_CODES = { rebase: 'merge-conflict', 'fix-checks': 'checks-failed', 'fix-findings': 'review-refuted' } as const;
+const repair = (kind: 'rebase' | 'fix-checks' | 'fix-findings'): AutomergeDecision => ({
+  kind: 'repair',
+  code: REPAIR_CODES[kind],
+  repair: kind,
+  head: HEAD,
+  reason: 'why',
+});
 
 describe('gateDecision', () => {
   const noChange = applyOutcome(
@@ -34,28 +43,185 @@ describe('gateDecision', () => {
     { type: 'repair-finished', id: 'r2', result: 'pushed', newHead: NEW, commits: [NEW], at: AT },
   );
   it.each([
-    ['a head a repair replaced is not repaired again: wait for the forge', repair('rebase'), pushed, { repair: true, agentFix: true }, 'wait', 'waiting for the forge to show the new head'],
-    ['nor reviewed', { kind: 'review', head: HEAD, reason: 'r' } as AutomergeDecision, pushed, { repair: true, agentFix: true }, 'wait', `pushed ${NEW.slice(0, 12)}`],
-    ['nor merged', { kind: 'merge', head: HEAD, reason: 'm' } as AutomergeDecision, pushed, { repair: true, agentFix: true }, 'wait', 'waiting for the forge'],
-    ['the pushed head itself is reviewed', { kind: 'review', head: NEW, reason: 'r' } as AutomergeDecision, pushed, { repair: true, agentFix: true }, 'review', ''],
-    ['a non-repair passes through', { kind: 'wait', reason: 'w' } as AutomergeDecision, initialLedger('1'), { repair: false, agentFix: false }, 'wait', ''],
-    ['rebase needs only a repair worker', repair('rebase'), initialLedger('1'), { repair: true, agentFix: false }, 'repair', ''],
-    ['rebase without a worker blocks', repair('rebase'), initialLedger('1'), { repair: false, agentFix: true }, 'block', 'no repair worker'],
-    ['fix-checks without agent-fix blocks', repair('fix-checks'), initialLedger('1'), { repair: true, agentFix: false }, 'block', 'no agent-fix command'],
-    ['fix-checks without agent-fix blocks when the head contains its base', repair('fix-checks'), initialLedger('1'), { repair: true, agentFix: false, headBehindBase: false }, 'block', 'no agent-fix command'],
-    ['fix-checks without agent-fix repairs (by a rebase) when the head is behind its base', repair('fix-checks'), initialLedger('1'), { repair: true, agentFix: false, headBehindBase: true }, 'repair', ''],
-    ['fix-findings without agent-fix blocks even when behind', repair('fix-findings'), initialLedger('1'), { repair: true, agentFix: false, headBehindBase: true }, 'block', 'no agent-fix command'],
-    ['a futile rebase-only fix-checks from this head blocks', repair('fix-checks'), applyOutcome(
-      applyOutcome(initialLedger('1'), { type: 'repair-dispatched', id: 'r3', head: HEAD, repair: 'fix-checks', automatic: true, reason: 'x', at: AT }),
-      { type: 'repair-finished', id: 'r3', result: 'no-change', newHead: null, commits: [], at: AT },
-    ), { repair: true, agentFix: false, headBehindBase: true }, 'block', 'made no change'],
-    ['fix-findings with agent-fix repairs', repair('fix-findings'), initialLedger('1'), { repair: true, agentFix: true }, 'repair', ''],
-    ['the same repair that made no change from this head blocks', repair('fix-findings'), noChange, { repair: true, agentFix: true }, 'block', 'made no change'],
-    ['another kind from that head still runs', repair('rebase'), noChange, { repair: true, agentFix: true }, 'repair', ''],
-  ] as const)('%s', (_name, decision, ledger, capabilities, kind, reason) => {
+    [
+      'a head a repair replaced is not repaired again: wait for the forge',
+      repair('rebase'),
+      pushed,
+      { repair: true, agentFix: true },
+      'wait',
+      'new-head-pending',
+      'waiting for the forge to show the new head',
+    ],
+    [
+      'nor reviewed',
+      { kind: 'review', code: 'head-moved', head: HEAD, reason: 'r' } as AutomergeDecision,
+      pushed,
+      { repair: true, agentFix: true },
+      'wait',
+      'new-head-pending',
+      `pushed ${NEW.slice(0, 12)}`,
+    ],
+    [
+      'nor merged',
+      { kind: 'merge', code: 'ready', head: HEAD, reason: 'm' } as AutomergeDecision,
+      pushed,
+      { repair: true, agentFix: true },
+      'wait',
+      'new-head-pending',
+      'waiting for the forge',
+    ],
+    [
+      'the pushed head itself is reviewed',
+      { kind: 'review', code: 'head-moved', head: NEW, reason: 'r' } as AutomergeDecision,
+      pushed,
+      { repair: true, agentFix: true },
+      'review',
+      'head-moved',
+      '',
+    ],
+    [
+      'a non-repair passes through',
+      { kind: 'wait', code: 'checks-pending', reason: 'w' } as AutomergeDecision,
+      initialLedger('1'),
+      { repair: false, agentFix: false },
+      'wait',
+      'checks-pending',
+      '',
+    ],
+    ['rebase needs only a repair worker', repair('rebase'), initialLedger('1'), { repair: true, agentFix: false }, 'repair', 'merge-conflict', ''],
+    [
+      'a BEHIND rebase needs only a repair worker too',
+      { kind: 'repair', code: 'behind', repair: 'rebase', head: HEAD, reason: 'behind' } as AutomergeDecision,
+      initialLedger('1'),
+      { repair: true, agentFix: false },
+      'repair',
+      'behind',
+      '',
+    ],
+    [
+      'rebase without a worker blocks',
+      repair('rebase'),
+      initialLedger('1'),
+      { repair: false, agentFix: true },
+      'block',
+      'no-repair-worker',
+      'no repair worker',
+    ],
+    [
+      'fix-checks without agent-fix blocks',
+      repair('fix-checks'),
+      initialLedger('1'),
+      { repair: true, agentFix: false },
+      'block',
+      'no-agent-fix',
+      'no agent-fix command',
+    ],
+    [
+      'fix-checks without agent-fix blocks when the head contains its base',
+      repair('fix-checks'),
+      initialLedger('1'),
+      { repair: true, agentFix: false, headBehindBase: false },
+      'block',
+      'no-agent-fix',
+      'no agent-fix command',
+    ],
+    [
+      'fix-checks without agent-fix repairs (by a rebase) when the head is behind its base',
+      repair('fix-checks'),
+      initialLedger('1'),
+      { repair: true, agentFix: false, headBehindBase: true },
+      'repair',
+      'checks-failed',
+      '',
+    ],
+    [
+      'fix-findings without agent-fix blocks even when behind',
+      repair('fix-findings'),
+      initialLedger('1'),
+      { repair: true, agentFix: false, headBehindBase: true },
+      'block',
+      'no-agent-fix',
+      'no agent-fix command',
+    ],
+    [
+      'a futile rebase-only fix-checks from this head blocks',
+      repair('fix-checks'),
+      applyOutcome(
+        applyOutcome(initialLedger('1'), { type: 'repair-dispatched', id: 'r3', head: HEAD, repair: 'fix-checks', automatic: true, reason: 'x', at: AT }),
+        { type: 'repair-finished', id: 'r3', result: 'no-change', newHead: null, commits: [], at: AT },
+      ),
+      { repair: true, agentFix: false, headBehindBase: true },
+      'block',
+      'repair-made-no-change',
+      'made no change',
+    ],
+    ['fix-findings with agent-fix repairs', repair('fix-findings'), initialLedger('1'), { repair: true, agentFix: true }, 'repair', 'review-refuted', ''],
+    [
+      'the same repair that made no change from this head blocks',
+      repair('fix-findings'),
+      noChange,
+      { repair: true, agentFix: true },
+      'block',
+      'repair-made-no-change',
+      'made no change',
+    ],
+    ['another kind from that head still runs', repair('rebase'), noChange, { repair: true, agentFix: true }, 'repair', 'merge-conflict', ''],
+  ] as const)('%s', (_name, decision, ledger, capabilities, kind, code, reason) => {
     const gated = gateDecision(decision, ledger, capabilities);
-    expect(gated.kind).toBe(kind);
+    expect({ kind: gated.kind, code: gated.code }).toEqual({ kind, code });
     expect(gated.reason).toContain(reason);
+    // A gate's own code is listed with the others.
+    expect(AUTOMERGE_REASON_CODES).toContain(gated.code);
+  });
+});
+
+describe('baseResultsMissing', () => {
+  const BASE = 'c'.repeat(40);
+  const run = (name: string, headSha: string, conclusion: 'success' | 'failure' | 'cancelled' | null): ForgeCheck => ({
+    kind: 'check_run',
+    name,
+    workflow: 'proofgate',
+    status: conclusion === null ? 'in_progress' : 'completed',
+    conclusion,
+    startedAt: AT,
+    completedAt: conclusion === null ? null : AT,
+    url: null,
+    headSha,
+  });
+  const snap = (checks: ForgeCheck[]): ChangeSnapshot => ({
+    id: '1',
+    number: 1,
+    title: 't',
+    state: 'open',
+    draft: false,
+    base: { ref: 'main', sha: BASE },
+    head: { ref: 'f', sha: HEAD },
+    author: { login: 'a', permission: 'read' },
+    mergeable: 'MERGEABLE',
+    mergeStateStatus: 'BLOCKED',
+    labels: [],
+    checks,
+    comments: [],
+    mergeCommitSha: null,
+    url: null,
+    reviewDecision: null,
+  });
+  const policy = { ignored: [] };
+  it.each([
+    ['nothing fails on the head: nothing to ask', [run('lint', HEAD, 'success')], []],
+    ['a head failure without a base run is asked for', [run('lint', HEAD, 'failure'), run('test', HEAD, 'failure')], ['lint', 'test']],
+    [
+      'a base result (failed or passed) is not asked again',
+      [run('lint', HEAD, 'failure'), run('test', HEAD, 'failure'), run('lint', BASE, 'failure'), run('test', BASE, 'success')],
+      [],
+    ],
+    [
+      'a cancelled or running base run is no result',
+      [run('lint', HEAD, 'failure'), run('test', HEAD, 'failure'), run('lint', BASE, 'cancelled'), run('test', BASE, null)],
+      ['lint', 'test'],
+    ],
+  ] as const)('%s', (_name, checks, expected) => {
+    expect(baseResultsMissing(snap([...checks]), policy)).toEqual(expected);
   });
 });
 
@@ -81,7 +247,9 @@ describe('policyFromConfig', () => {
   });
 
   it('automerge.expectChecks must be a boolean', () => {
-    expect(() => parseRepoConfig({ automerge: { expectChecks: 'no' } }, 'main:.proofgate.yml')).toThrow(expect.objectContaining({ code: 'CONFIG', message: expect.stringContaining('automerge.expectChecks') }));
+    expect(() => parseRepoConfig({ automerge: { expectChecks: 'no' } }, 'main:.proofgate.yml')).toThrow(
+      expect.objectContaining({ code: 'CONFIG', message: expect.stringContaining('automerge.expectChecks') }),
+    );
   });
 });
 
@@ -100,8 +268,19 @@ describe('labelPlan', () => {
 
 describe('wait windows', () => {
   it('defaults follow the seed and the config overrides them, explicit overrides win', () => {
-    expect(DEFAULT_WAIT_SETTINGS).toEqual({ shepherdWaitMs: 600_000, shepherdPollMs: 15_000, transientWaitMs: 600_000, transientPollMs: 15_000 });
-    expect(waitSettings({ transientWaitMs: 1000 }, { transientPollMs: 10 })).toMatchObject({ transientWaitMs: 1000, transientPollMs: 10, shepherdWaitMs: 600_000 });
+    expect(DEFAULT_WAIT_SETTINGS).toEqual({
+      shepherdWaitMs: 600_000,
+      shepherdPollMs: 15_000,
+      transientWaitMs: 600_000,
+      transientPollMs: 15_000,
+      reviewWaitMs: 600_000,
+      reviewPollMs: 15_000,
+    });
+    expect(waitSettings({ transientWaitMs: 1000 }, { transientPollMs: 10 })).toMatchObject({
+      transientWaitMs: 1000,
+      transientPollMs: 10,
+      shepherdWaitMs: 600_000,
+    });
   });
   it('a head a repair pushed waits in the shepherd window, others in the transient one', () => {
     let ledger = applyOutcome(initialLedger('1'), { type: 'repair-dispatched', id: 'r', head: HEAD, repair: 'rebase', automatic: true, reason: 'x', at: AT });

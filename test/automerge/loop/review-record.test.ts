@@ -40,7 +40,10 @@ describe('resolveReviewRecord', () => {
 
       r.commit('main', { '.proofgate.yml': 'requireUpToDate: true\n' }, 'stricter');
       expect(await resolveReviewRecord(storage, reviewed.runId, await live())).toEqual({ kind: 'wait', reason: 'inputHashes changed' });
-      expect(await resolveReviewRecord(storage, 'review-unknown', await live())).toEqual({ kind: 'wait', reason: 'review run review-unknown has no accepted-result record' });
+      expect(await resolveReviewRecord(storage, 'review-unknown', await live())).toEqual({
+        kind: 'wait',
+        reason: 'review run review-unknown has no accepted-result record',
+      });
     } finally {
       await storage.close();
     }

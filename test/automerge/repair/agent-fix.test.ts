@@ -1,13 +1,13 @@
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { ALLOWED_ENVIRONMENT, repairConfigFrom, runRepair, type RepairConfig, type RepairContext } from '../../../src/automerge/repair/index.js';
-import type { ChangeSnapshot } from '../../../src/forge/port.js';
+import { ALLOWED_ENVIRONMENT, repairConfigFrom, runRepair, type RepairConfig } from '../../../src/automerge/repair/index.js';
 import { parseRepoConfigYaml } from '../../../src/contracts/repo-config.js';
-import { prepareJobDir, type SandboxMode } from '../../../src/host/index.js';
+import type { SandboxMode } from '../../../src/host/index.js';
 import { survivors } from '../../attacks/support.js';
 import { runCliAsync } from '../../cli/helpers.js';
 import { jailSkipReason, sandboxForTests } from '../../support/jail.js';
+import { cleanupScenarios, clean, failingChange as scenario, seen } from './agent-scenario.js';
 import { BAD_FIX, CHECK, FAILS, FIX_FROM_LOG, HANGS, HOSTILE, NOTHING, RESOLVES_MERGE } from './agent-scripts.js';
 import { IDENTITY, repairFixture, type RepairFixture } from './fixture.js';
 
@@ -15,6 +15,7 @@ let fixture: RepairFixture | undefined;
 afterEach(async () => {
   await fixture?.cleanup();
   fixture = undefined;
+  await cleanupScenarios();
 });
 
 let sandbox: SandboxMode = 'jail';
@@ -24,69 +25,8 @@ beforeAll(async () => {
   skipJail = await jailSkipReason();
 });
 
-const CONFIG_YML = 'checks:\n  - name: unit\n    run: [node, check.cjs]\n';
-const CHANGELOG = '# Changelog\n\n## Unreleased\n\n- existing entry\n';
-
-interface Scenario {
-  readonly f: RepairFixture;
-  readonly snapshot: ChangeSnapshot;
-  /** The shared cache dir the trusted config names: the agent scripts and their reports live there (the jail sees it). */
-  readonly cache: string;
-  readonly report: string;
-  readonly config: RepairConfig;
-  script(name: string, source: string): string;
-  context(overrides?: Partial<RepairContext>): Promise<RepairContext>;
-}
-
 /** main has a check that needs value.txt = ok; the change breaks it; the check has run and failed. */
-async function failingChange(agentSource: string, options: { timeoutSeconds?: number; behind?: boolean; args?: readonly string[] } = {}): Promise<Scenario> {
-  const f = await repairFixture({ '.proofgate.yml': CONFIG_YML, 'check.cjs': CHECK, 'value.txt': 'ok\n', 'CHANGELOG.md': CHANGELOG, 'src/app.txt': 'one\ntwo\nthree\n' });
-  fixture = f;
-  f.commit('feature', { 'value.txt': 'broken\n', 'CHANGELOG.md': CHANGELOG.replace('- existing', '- change entry\n- existing') }, 'break value', 'main');
-  const change = await f.forge.openChange({ head: 'feature', base: 'main' });
-  if (options.behind === true) f.commit('main', { 'CHANGELOG.md': CHANGELOG.replace('- existing', '- main entry\n- existing'), 'other.txt': 'o\n' }, 'main moves');
-  await f.forge.runChecks(change.id);
-  const snapshot = await f.forge.snapshot(change.id);
-  // The jail's uid must reach the cache dir to mount it; nothing else under the fixture root is mounted.
-  chmodSync(f.root, 0o755);
-  const cache = join(f.root, 'cache');
-  mkdirSync(cache);
-  const script = (name: string, source: string) => {
-    const path = join(cache, name);
-    writeFileSync(path, source, { mode: 0o644 });
-    return path;
-  };
-  const report = join(cache, 'report.json');
-  script('report.json', '{}');
-  await prepareJobDir(cache);
-  const command = ['node', script('agent.cjs', agentSource), report, ...(options.args ?? [])];
-  const config: RepairConfig = {
-    ...repairConfigFrom({ automerge: { gate: ['node', 'check.cjs'], agentFix: { command, ...(options.timeoutSeconds === undefined ? {} : { timeoutSeconds: options.timeoutSeconds }) } }, sandbox, cacheDir: cache }),
-  };
-  return {
-    f,
-    snapshot,
-    cache,
-    report,
-    config,
-    script,
-    context: async (overrides = {}) => {
-      const failing = snapshot.checks.filter((check) => check.conclusion === 'failure');
-      const failingChecks = await Promise.all(failing.map(async (check) => ({ check, log: await f.checkLog(check.url) })));
-      return f.context(snapshot, { repair: 'fix-checks', reason: 'failed checks: unit', failingChecks, config, ...overrides });
-    },
-  };
-}
-
-function seen<T = { env: Record<string, string>; contextPath: string; cwd: string; hasGit: boolean; context: { repair: string; failingChecks: { log: string }[]; worktree: { rebasedOnto: string | null } } }>(s: Scenario): T {
-  return JSON.parse(readFileSync(s.report, 'utf8')) as T;
-}
-
-function clean(f: RepairFixture, head: string) {
-  expect(f.status()).toBe('');
-  expect(f.worktrees()).toBe(1);
-  expect(f.sha('feature')).toBe(head);
-}
+const failingChange = (agentSource: string, options: Parameters<typeof scenario>[2] = {}) => scenario(sandbox, agentSource, options);
 
 const killed = () => (sandbox === 'jail' ? 'its jail and everything in it killed' : 'process group killed');
 
@@ -104,7 +44,9 @@ describe('runRepair: agent-fix on the local forge', () => {
     expect(outcome.commits).toEqual([outcome.newHead]);
     expect(f.sha('feature')).toBe(outcome.newHead);
     expect(f.show('feature', 'value.txt')).toBe('ok');
-    expect(f.git(['log', '-1', '--format=%an <%ae>|%cn|%s', outcome.newHead])).toBe(`${IDENTITY.name} <${IDENTITY.email}>|${IDENTITY.name}|proofgate agent-fix: fix-checks for change ${snapshot.id}`);
+    expect(f.git(['log', '-1', '--format=%an <%ae>|%cn|%s', outcome.newHead])).toBe(
+      `${IDENTITY.name} <${IDENTITY.email}>|${IDENTITY.name}|proofgate agent-fix: fix-checks for change ${snapshot.id}`,
+    );
     expect(f.git(['rev-parse', `${outcome.newHead}^`])).toBe(snapshot.head.sha);
     // Only the one edit: nothing the agent's run left around it (the report lives outside the tree).
     expect(f.git(['diff', '--name-only', snapshot.head.sha, outcome.newHead])).toBe('value.txt');
@@ -135,12 +77,14 @@ describe('runRepair: agent-fix on the local forge', () => {
     expect(seen(s).context.worktree.rebasedOnto).toBe(s.f.sha('main'));
   });
 
-  it('pushes nothing when the gate fails, and says why with the gate output', async () => {
+  it('pushes nothing when the gate fails and the validation pass changes nothing, and says why with the gate output', async () => {
     const s = await failingChange(BAD_FIX);
     const outcome = await runRepair(await s.context());
     expect(outcome).toMatchObject({ kind: 'failed', transient: false });
     if (outcome.kind !== 'failed') throw new Error('expected failed');
-    expect(outcome.reason).toContain('gate exited with 1');
+    expect(outcome.reason).toMatch(/^agent-fix's validation pass made no change after the gate failed on [0-9a-f]{12}: gate exited with 1/);
+    // The last run of the agent was the validation pass: it had the gate's output.
+    expect(seen<{ context: { validation: { pass: number } | null } }>(s).context.validation).toMatchObject({ pass: 1 });
     expect(outcome.reason).toContain('value.txt must say ok, found almost');
     expect(outcome.reason).toContain('nothing pushed');
     expect(s.f.pushes).toEqual([]);
@@ -169,7 +113,12 @@ describe('runRepair: agent-fix on the local forge', () => {
   });
 
   it('hides secrets from the agent: allow-listed environment, redacted logs', async () => {
-    const secrets = { GITHUB_TOKEN: `ghp_${'A1b2'.repeat(9)}`, PROOFGATE_WEBHOOK_SECRET: 'webhook-secret-value-42', DATABASE_URL: 'postgres://admin:hunter2-db-pass@db/prod', AWS_SECRET_ACCESS_KEY: 'aws-secret-key-value-99' };
+    const secrets = {
+      GITHUB_TOKEN: `ghp_${'A1b2'.repeat(9)}`,
+      PROOFGATE_WEBHOOK_SECRET: 'webhook-secret-value-42',
+      DATABASE_URL: 'postgres://admin:hunter2-db-pass@db/prod',
+      AWS_SECRET_ACCESS_KEY: 'aws-secret-key-value-99',
+    };
     const saved = Object.fromEntries(Object.keys(secrets).map((name) => [name, process.env[name]]));
     Object.assign(process.env, secrets);
     try {
@@ -181,7 +130,16 @@ describe('runRepair: agent-fix on the local forge', () => {
       const raw = readFileSync(s.report, 'utf8');
       for (const value of [...Object.values(secrets), 'known-secret-in-log-7', 'abc123def']) expect(raw).not.toContain(value);
       const report = seen(s);
-      const allowed = new Set([...ALLOWED_ENVIRONMENT, 'PWD', 'PROOFGATE_REPAIR_CONTEXT', 'PROOFGATE_REPAIR_KIND', 'PROOFGATE_CHANGE_ID', 'PROOFGATE_BASE_SHA', 'PROOFGATE_HEAD_SHA', 'PROOFGATE_START_SHA']);
+      const allowed = new Set([
+        ...ALLOWED_ENVIRONMENT,
+        'PWD',
+        'PROOFGATE_REPAIR_CONTEXT',
+        'PROOFGATE_REPAIR_KIND',
+        'PROOFGATE_CHANGE_ID',
+        'PROOFGATE_BASE_SHA',
+        'PROOFGATE_HEAD_SHA',
+        'PROOFGATE_START_SHA',
+      ]);
       expect(Object.keys(report.env).filter((name) => !allowed.has(name))).toEqual([]);
       expect(report.env.PATH).toBe(process.env.PATH);
       expect(report.context.failingChecks[0]?.log).toContain('leaked [redacted] and token=[redacted:assignment]');
@@ -193,7 +151,7 @@ describe('runRepair: agent-fix on the local forge', () => {
     }
   });
 
-  it('hands an unresolvable rebase to the agent when asked: it resolves git\'s conflict markers, proofgate commits the merge', async () => {
+  it("hands an unresolvable rebase to the agent when asked: it resolves git's conflict markers, proofgate commits the merge", async () => {
     const s = await failingChange(RESOLVES_MERGE);
     const { f } = s;
     // A real source conflict on top of the failing change; value fixed on main's side of the story.
@@ -238,7 +196,9 @@ describe('runRepair: agent-fix on the local forge', () => {
     const ungated = await runRepair(await s.context({ config: { ...s.config, gate: null } }));
     expect(ungated).toMatchObject({ kind: 'failed', transient: false, reason: expect.stringContaining('without a gate') });
     const controller = new AbortController();
-    const aborted = await runRepair(await s.context({ signal: controller.signal, onProgress: (line) => (line.startsWith('agent-fix:') ? controller.abort() : undefined) }));
+    const aborted = await runRepair(
+      await s.context({ signal: controller.signal, onProgress: (line) => (line.startsWith('agent-fix:') ? controller.abort() : undefined) }),
+    );
     expect(aborted).toEqual({ kind: 'failed', reason: `agent-fix aborted; ${killed()}`, transient: true });
     expect(s.f.pushes).toEqual([]);
     clean(s.f, s.snapshot.head.sha);
@@ -266,9 +226,13 @@ describe('automerge.agentFix from .proofgate.yml', () => {
     }
     for (const name of ['GITHUB_TOKEN', 'PROOFGATE_WEBHOOK_SECRET', 'HOME']) {
       const reserved = `automerge:\n  gate: [x]\n  agentFix: { command: [x], env: [${name}] }\n`;
-      expect(() => parseRepoConfigYaml(reserved, 'main:.proofgate.yml')).toThrow(`main:.proofgate.yml: automerge.agentFix.env[0]: ${name} cannot be passed to agent-fix`);
+      expect(() => parseRepoConfigYaml(reserved, 'main:.proofgate.yml')).toThrow(
+        `main:.proofgate.yml: automerge.agentFix.env[0]: ${name} cannot be passed to agent-fix`,
+      );
     }
-    expect(() => parseRepoConfigYaml('automerge:\n  agentFix: { command: [x], network: yes-please }\n', 'main:.proofgate.yml')).toThrow(/automerge\.agentFix\.network/);
+    expect(() => parseRepoConfigYaml('automerge:\n  agentFix: { command: [x], network: yes-please }\n', 'main:.proofgate.yml')).toThrow(
+      /automerge\.agentFix\.network/,
+    );
   });
 });
 
@@ -308,7 +272,7 @@ describe('automerge without a working jail', () => {
 });
 
 describe('runRepair: a hostile agent-fix is contained by the jail', () => {
-  it('cannot plant git config or hooks, leak symlinks, read proofgate\'s environment or outlive its run; its edit still becomes the commit', async (test) => {
+  it("cannot plant git config or hooks, leak symlinks, read proofgate's environment or outlive its run; its edit still becomes the commit", async (test) => {
     if (skipJail !== null) test.skip(skipJail);
     const marker = `pghostile${process.pid}x${Math.random().toString(36).slice(2, 10)}`;
     process.env.GITHUB_TOKEN = `ghp_${'Zz90'.repeat(9)}`;
@@ -322,7 +286,9 @@ describe('runRepair: a hostile agent-fix is contained by the jail', () => {
       const hooksBefore = existsSync(join(gitDir, 'hooks', 'post-checkout'));
       const lines: string[] = [];
 
-      const outcome = await runRepair(await s.context({ config: { ...s.config, agentFix: { command, timeoutSeconds: 60 } }, onProgress: (line) => lines.push(line) }));
+      const outcome = await runRepair(
+        await s.context({ config: { ...s.config, agentFix: { command, timeoutSeconds: 60 } }, onProgress: (line) => lines.push(line) }),
+      );
 
       const report = seen<Record<string, string>>(s);
       expect(report.realGitConfig).toMatch(/^failed/);

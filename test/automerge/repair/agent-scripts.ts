@@ -58,7 +58,7 @@ fs.writeFileSync('src/app.txt', 'one\nTWO (both)\nthree\n');
  * environment through /proc, and to leave a detached process behind; then it
  * makes the one honest edit (value.txt).
  */
-export const HOSTILE = agent(String.raw`
+export const HOSTILE_ACTION = String.raw`
 const { spawn } = require('node:child_process');
 const path = require('node:path');
 const [repo, marker] = process.argv.slice(3);
@@ -76,4 +76,91 @@ const child = spawn('setsid', ['sh', '-c', 'while :; do sleep 1; done; : ' + mar
 child.unref();
 fs.writeFileSync('value.txt', 'ok\n');
 save();
-`);
+`;
+
+export const HOSTILE = agent(HOSTILE_ACTION);
+
+/**
+ * An agent for a repair with a validation pass: `first` runs on the first
+ * pass, `second` on the validation pass (the context's `validation` is set).
+ * Each pass saves its own report, `<report>.pass1` and `<report>.pass2`: its
+ * environment, the context file and the gate output file exactly as it read
+ * them, and the value.txt it started from.
+ */
+export function twoPass(first: string, second: string): string {
+  return String.raw`
+const fs = require('node:fs');
+const contextPath = process.env.PROOFGATE_REPAIR_CONTEXT;
+const contextRaw = fs.readFileSync(contextPath, 'utf8');
+const context = JSON.parse(contextRaw);
+const outputPath = process.env.PROOFGATE_GATE_OUTPUT;
+const gateOutput = outputPath === undefined ? null : fs.readFileSync(outputPath, 'utf8');
+const pass = context.validation === null ? 1 : 2;
+const report = {
+  pass, env: process.env, contextPath, contextRaw, context, outputPath: outputPath === undefined ? null : outputPath, gateOutput,
+  outputSize: outputPath === undefined ? null : fs.statSync(outputPath).size,
+  cwd: process.cwd(), hasGit: fs.existsSync('.git'), value: fs.readFileSync('value.txt', 'utf8'),
+};
+const save = () => fs.writeFileSync(process.argv[2] + '.pass' + pass, JSON.stringify(report));
+save();
+if (pass === 1) {
+${first}
+} else {
+${second}
+}
+`;
+}
+
+/** Validation pass: fixes value.txt only when the gate's output says what is wrong. */
+export const FIX_FROM_GATE_OUTPUT = String.raw`fs.writeFileSync('value.txt', (gateOutput || '').includes('value.txt must say ok') ? 'ok\n' : 'no gate output\n');`;
+
+/**
+ * The gate: CHECK, and before it one line per run appended to the log file
+ * argv[2]: the commit it judged (PROOFGATE_HEAD_SHA) and the value it found.
+ */
+export const LOGGING_CHECK = String.raw`
+const fs = require('node:fs');
+const value = fs.readFileSync('value.txt', 'utf8').trim();
+fs.appendFileSync(process.argv[2], process.env.PROOFGATE_HEAD_SHA + ' ' + value + '\n');
+if (value !== 'ok') { console.error('value.txt must say ok, found ' + value); process.exit(1); }
+console.log('value.txt is ok');
+`;
+
+/** A gate that prints `lines` (written into the script) and debug.txt when there is one, then runs CHECK. */
+export function leakyCheck(lines: readonly string[]): string {
+  return (
+    String.raw`
+for (const line of ${JSON.stringify(lines)}) console.log(line);
+if (require('node:fs').existsSync('debug.txt')) console.log('debug: ' + require('node:fs').readFileSync('debug.txt', 'utf8'));
+` + CHECK
+  );
+}
+
+/** A gate that prints about `megabytes` MB of filler lines (waiting for the pipe to drain), then CHECK's verdict as its last line. */
+export function floodingCheck(megabytes: number): string {
+  return String.raw`
+const fs = require('node:fs');
+const value = fs.readFileSync('value.txt', 'utf8').trim();
+const chunk = ('filler ' + 'x'.repeat(89) + '\n').repeat(1024);
+let left = Math.ceil(${megabytes} * 1024 * 1024 / chunk.length);
+const end = () => {
+  if (value === 'ok') { process.stdout.write('value.txt is ok\n'); return; }
+  process.stdout.write('value.txt must say ok, found ' + value + '\n');
+  process.exitCode = 1;
+};
+const pump = () => {
+  while (left > 0) {
+    left -= 1;
+    if (!process.stdout.write(chunk)) { process.stdout.once('drain', pump); return; }
+  }
+  end();
+};
+pump();
+`;
+}
+
+/** A gate that never ends (its time limit stops it). */
+export const HANGING_CHECK = String.raw`
+console.log('gate started');
+setInterval(() => {}, 1000);
+`;

@@ -30,8 +30,14 @@ describe('repairConfigFrom', () => {
 
   it.each([
     [{ gate: [], agentFix: null, timeoutSeconds: 1, maxOutputBytes: 1 }, 'repair config gate: expected a nonempty argv of nonempty strings'],
-    [{ gate: null, agentFix: { command: ['x', ''], timeoutSeconds: 1 }, timeoutSeconds: 1, maxOutputBytes: 1 }, 'repair config agentFix.command: expected a nonempty argv of nonempty strings'],
-    [{ gate: null, agentFix: { command: ['x'], timeoutSeconds: 0 }, timeoutSeconds: 1, maxOutputBytes: 1 }, 'repair config agentFix.timeoutSeconds: expected a number > 0'],
+    [
+      { gate: null, agentFix: { command: ['x', ''], timeoutSeconds: 1 }, timeoutSeconds: 1, maxOutputBytes: 1 },
+      'repair config agentFix.command: expected a nonempty argv of nonempty strings',
+    ],
+    [
+      { gate: null, agentFix: { command: ['x'], timeoutSeconds: 0 }, timeoutSeconds: 1, maxOutputBytes: 1 },
+      'repair config agentFix.timeoutSeconds: expected a number > 0',
+    ],
     [{ gate: null, agentFix: null, timeoutSeconds: Number.NaN, maxOutputBytes: 1 }, 'repair config timeoutSeconds: expected a number > 0'],
     [{ gate: null, agentFix: null, timeoutSeconds: 1, maxOutputBytes: 0.5 }, 'repair config maxOutputBytes: expected an integer >= 1'],
   ])('refuses a bad config: %j', (config, message) => {
@@ -54,7 +60,12 @@ describe('commandEnvironment', () => {
     OPENAI_API_KEY: 'sk-x',
   };
   it('keeps only allow-listed variables, then adds the extras', () => {
-    expect(commandEnvironment(source, { PROOFGATE_REPAIR_KIND: 'fix-checks' })).toEqual({ PATH: '/usr/bin:/bin', HOME: '/home/dev', LANG: 'C.UTF-8', PROOFGATE_REPAIR_KIND: 'fix-checks' });
+    expect(commandEnvironment(source, { PROOFGATE_REPAIR_KIND: 'fix-checks' })).toEqual({
+      PATH: '/usr/bin:/bin',
+      HOME: '/home/dev',
+      LANG: 'C.UTF-8',
+      PROOFGATE_REPAIR_KIND: 'fix-checks',
+    });
   });
   it('allows no name that looks like a credential', () => {
     expect(ALLOWED_ENVIRONMENT.filter((name) => /TOKEN|SECRET|KEY|PASS|AUTH/.test(name))).toEqual([]);
@@ -74,7 +85,14 @@ describe('runCommand', () => {
   });
   it('keeps the tail of a long output within the cap', async () => {
     const script = "for (let i = 0; i < 20000; i += 1) console.log('line ' + i); console.log('the end');";
-    const result = await runCommand({ argv: [process.execPath, '-e', script], job: plainJob(), sandbox: 'none', env: commandEnvironment(process.env), timeoutMs: 20_000, maxOutputBytes: 1000 });
+    const result = await runCommand({
+      argv: [process.execPath, '-e', script],
+      job: plainJob(),
+      sandbox: 'none',
+      env: commandEnvironment(process.env),
+      timeoutMs: 20_000,
+      maxOutputBytes: 1000,
+    });
     expect(result).toMatchObject({ exitCode: 0, timedOut: false, truncated: true });
     expect(Buffer.byteLength(result.output)).toBeLessThanOrEqual(1000);
     expect(result.output).toContain('line 19999');
@@ -82,7 +100,14 @@ describe('runCommand', () => {
   });
 
   it('reports a command that cannot start', async () => {
-    const result = await runCommand({ argv: ['/nonexistent/proofgate-agent'], job: plainJob(), sandbox: 'none', env: {}, timeoutMs: 5000, maxOutputBytes: 100 });
+    const result = await runCommand({
+      argv: ['/nonexistent/proofgate-agent'],
+      job: plainJob(),
+      sandbox: 'none',
+      env: {},
+      timeoutMs: 5000,
+      maxOutputBytes: 100,
+    });
     expect(result.exitCode).toBeNull();
     expect(result.startError).toContain('ENOENT');
   });

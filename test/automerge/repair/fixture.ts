@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { openLocalForge, parseOutputUrl, type LocalForge } from '../../../src/forge/local/index.js';
-import type { ChangeSnapshot, Forge, PushRequest } from '../../../src/forge/port.js';
+import type { ChangeSnapshot, PushRequest } from '../../../src/forge/port.js';
 import { repairConfigFrom, type RepairConfig, type RepairContext } from '../../../src/automerge/repair/index.js';
 import { fromTemplate, initRepo, plumbingCommit } from '../../forge/git-fixture.js';
 
@@ -14,8 +14,7 @@ export interface RepairFixture {
   readonly root: string;
   readonly dir: string;
   readonly forge: LocalForge;
-  /** The forge wrapped to count pushBranch calls (every call still goes to the real forge). */
-  readonly counted: Forge;
+  /** Every publish of a repair (each still goes to the local forge's workspace). */
   readonly pushes: PushRequest[];
   git(args: readonly string[]): string;
   sha(ref: string): string;
@@ -58,35 +57,24 @@ export async function repairFixture(files: Record<string, string>): Promise<Repa
   const opened = await openLocalForge({ repoDir: dir, dataDir });
   const pushes: PushRequest[] = [];
   const forge = opened.forge;
-  const counted: Forge = {
-    kind: forge.kind,
-    selfLogin: forge.selfLogin,
-    snapshot: (id) => forge.snapshot(id),
-    createComment: (id, body) => forge.createComment(id, body),
-    editComment: (id, commentId, body) => forge.editComment(id, commentId, body),
-    addLabels: (id, labels) => forge.addLabels(id, labels),
-    removeLabel: (id, label) => forge.removeLabel(id, label),
-    merge: (id, request) => forge.merge(id, request),
-    pushBranch: (request) => {
-      pushes.push(request);
-      return forge.pushBranch(request);
-    },
-    readFile: (ref, path) => forge.readFile(ref, path),
-    permission: (login) => forge.permission(login),
-    trustedBranch: () => forge.trustedBranch(),
-  };
   return {
     root,
     dir,
     forge,
-    counted,
     pushes,
     git: (args) => git(args),
     sha,
     commit,
-    refs: () => git(['for-each-ref', '--format=%(refname) %(objectname)']).split('\n').filter((line) => line !== '').sort(),
+    refs: () =>
+      git(['for-each-ref', '--format=%(refname) %(objectname)'])
+        .split('\n')
+        .filter((line) => line !== '')
+        .sort(),
     status: () => git(['status', '--porcelain']),
-    worktrees: () => git(['worktree', 'list', '--porcelain']).split('\n').filter((line) => line.startsWith('worktree ')).length,
+    worktrees: () =>
+      git(['worktree', 'list', '--porcelain'])
+        .split('\n')
+        .filter((line) => line.startsWith('worktree ')).length,
     show: (ref, path) => git(['show', `${ref}:${path}`]),
     checkLog: async (outputUrl) => {
       if (outputUrl === null) return null;
@@ -96,7 +84,10 @@ export async function repairFixture(files: Record<string, string>): Promise<Repa
     },
     context: (snapshot, overrides = {}) => ({
       repoDir: dir,
-      forge: counted,
+      publish: (request) => {
+        pushes.push(request);
+        return forge.workspace.publish(dir, request);
+      },
       snapshot,
       repair: 'rebase',
       reason: 'test repair',

@@ -68,7 +68,12 @@ describe('runRepair: the rebase fast path on the local forge', () => {
 
   it('merges an isolated CHANGELOG.md conflict: main entries first, then the change', async () => {
     const f = await setup();
-    f.commit('feature', { 'src/app.txt': 'one\ntwo\nthree\nfour\n', 'CHANGELOG.md': CHANGELOG.replace('- existing', '- add four\n- existing') }, 'add four', 'main');
+    f.commit(
+      'feature',
+      { 'src/app.txt': 'one\ntwo\nthree\nfour\n', 'CHANGELOG.md': CHANGELOG.replace('- existing', '- add four\n- existing') },
+      'add four',
+      'main',
+    );
     const change = await f.forge.openChange({ head: 'feature', base: 'main' });
     f.commit('main', { 'README.md': 'hello again\n', 'CHANGELOG.md': CHANGELOG.replace('- existing', '- fix readme\n- existing') }, 'fix readme');
     const snapshot = await f.forge.snapshot(change.id);
@@ -106,7 +111,12 @@ describe('runRepair: the rebase fast path on the local forge', () => {
 
   it('stops at a real source conflict: no-change, nothing pushed, nothing touched', async () => {
     const f = await setup();
-    const head = f.commit('feature', { 'src/app.txt': 'one\nTWO (change)\nthree\n', 'CHANGELOG.md': CHANGELOG.replace('- existing', '- change\n- existing') }, 'edit two', 'main');
+    const head = f.commit(
+      'feature',
+      { 'src/app.txt': 'one\nTWO (change)\nthree\n', 'CHANGELOG.md': CHANGELOG.replace('- existing', '- change\n- existing') },
+      'edit two',
+      'main',
+    );
     const change = await f.forge.openChange({ head: 'feature', base: 'main' });
     f.commit('main', { 'src/app.txt': 'one\nTWO (main)\nthree\n', 'CHANGELOG.md': CHANGELOG.replace('- existing', '- main\n- existing') }, 'edit two on main');
     const snapshot = await f.forge.snapshot(change.id);
@@ -137,7 +147,11 @@ describe('runRepair: the rebase fast path on the local forge', () => {
 
     const outcome = await runRepair(f.context(snapshot, { repair: 'rebase', onProgress }));
 
-    expect(outcome).toEqual({ kind: 'failed', reason: `feature moved away from ${snapshot.head.sha.slice(0, 12)} during the repair; nothing pushed`, transient: true });
+    expect(outcome).toEqual({
+      kind: 'failed',
+      reason: `feature moved away from ${snapshot.head.sha.slice(0, 12)} during the repair; nothing pushed`,
+      transient: true,
+    });
     expect(moved).not.toBe('');
     expect(f.sha('feature')).toBe(moved);
     expect(f.pushes).toHaveLength(1);
@@ -167,11 +181,20 @@ describe('runRepair: the rebase fast path on the local forge', () => {
     f.commit('feature', { 'feature.txt': 'x\n' }, 'feature', 'main');
     const change = await f.forge.openChange({ head: 'feature', base: 'main' });
     const snapshot = await f.forge.snapshot(change.id);
-    expect(await runRepair(f.context({ ...snapshot, state: 'merged' }))).toEqual({ kind: 'failed', reason: `change ${change.id} is merged; only open changes are repaired`, transient: false });
+    expect(await runRepair(f.context({ ...snapshot, state: 'merged' }))).toEqual({
+      kind: 'failed',
+      reason: `change ${change.id} is merged; only open changes are repaired`,
+      transient: false,
+    });
     const missing = 'f'.repeat(40);
-    expect(await runRepair(f.context({ ...snapshot, head: { ref: 'feature', sha: missing } }))).toMatchObject({ kind: 'failed', reason: expect.stringContaining(`head commit ${missing.slice(0, 12)} is not in`) });
+    expect(await runRepair(f.context({ ...snapshot, head: { ref: 'feature', sha: missing } }))).toMatchObject({
+      kind: 'failed',
+      reason: expect.stringContaining(`head commit ${missing.slice(0, 12)} is not in`),
+    });
     await expect(runRepair(f.context({ ...snapshot, head: { ref: 'feature', sha: 'abc' } }))).rejects.toMatchObject({ code: 'INVALID_INPUT' });
-    await expect(runRepair(f.context(snapshot, { config: { gate: [], agentFix: null, timeoutSeconds: 1, maxOutputBytes: 10 } }))).rejects.toMatchObject({ code: 'INVALID_INPUT' });
+    await expect(runRepair(f.context(snapshot, { config: { gate: [], agentFix: null, timeoutSeconds: 1, maxOutputBytes: 10 } }))).rejects.toMatchObject({
+      code: 'INVALID_INPUT',
+    });
     expect(f.pushes).toEqual([]);
   });
 });

@@ -1,11 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import {
-  isChecksumFileName,
-  parseChecksumLine,
-  resolveChangelog,
-  resolveChecksums,
-  resolveConflict,
-} from '../../../src/automerge/repair/index.js';
+import { isChecksumFileName, parseChecksumLine, resolveChangelog, resolveChecksums, resolveConflict } from '../../../src/automerge/repair/index.js';
 
 const lines = (...parts: string[]) => parts.map((part) => `${part}\n`).join('');
 
@@ -53,7 +47,12 @@ describe('resolveChangelog', () => {
       theirs: lines('# Changelog', '', '## Unreleased', '### Added', '- a', '### Fixed', '- f', '- change fixed', '', '## 1.0.0'),
       expected: lines('# Changelog', '', '## Unreleased', '### Added', '- a', '- base added', '### Fixed', '- f', '- change fixed', '', '## 1.0.0'),
     },
-    { name: 'refuses: the base branch edited an existing line', ours: log('- existing entry (reworded)'), theirs: log('- change', '- existing entry'), expected: null },
+    {
+      name: 'refuses: the base branch edited an existing line',
+      ours: log('- existing entry (reworded)'),
+      theirs: log('- change', '- existing entry'),
+      expected: null,
+    },
     { name: 'refuses: the change removed an existing line', ours: log('- base', '- existing entry'), theirs: log(), expected: null },
     { name: 'refuses: the change edited an existing line', ours: log('- base', '- existing entry'), theirs: log('- new', '- existing entry!'), expected: null },
     {
@@ -82,7 +81,9 @@ describe('resolveChangelog', () => {
 
   it('keeps a missing final newline where the base had none', () => {
     const noEol = '# Changelog\n\n## Unreleased\n\n- old';
-    expect(resolveChangelog(noEol, noEol.replace('- old', '- ours\n- old'), noEol.replace('- old', '- theirs\n- old'))).toBe('# Changelog\n\n## Unreleased\n\n- ours\n- theirs\n- old');
+    expect(resolveChangelog(noEol, noEol.replace('- old', '- ours\n- old'), noEol.replace('- old', '- theirs\n- old'))).toBe(
+      '# Changelog\n\n## Unreleased\n\n- ours\n- theirs\n- old',
+    );
   });
 });
 
@@ -210,20 +211,34 @@ describe('resolveConflict picks the resolver by path and content', () => {
 
   it('routes a checksum list to the checksum resolver', () => {
     const e = (d: string, p: string) => `${D(d)}  ${p}\n`;
-    const result = resolveConflict({ path: 'SHA256SUMS', base: bytes(e('0', 'a') + e('1', 'b')), ours: bytes(e('2', 'a') + e('1', 'b')), theirs: bytes(e('0', 'a') + e('3', 'b')) });
+    const result = resolveConflict({
+      path: 'SHA256SUMS',
+      base: bytes(e('0', 'a') + e('1', 'b')),
+      ours: bytes(e('2', 'a') + e('1', 'b')),
+      theirs: bytes(e('0', 'a') + e('3', 'b')),
+    });
     expect(result).toEqual({ kind: 'resolved', resolver: 'checksums', content: e('2', 'a') + e('3', 'b') });
   });
 
   it.each([
     ['src/index.ts', 'const a = 1;\n', 'const a = 2;\n', 'const a = 3;\n', 'src/index.ts: no mechanical resolver applies'],
     ['CHANGELOG.md', log('- x'), log('- x!'), log('- t', '- x'), 'CHANGELOG.md: not an isolated addition of entries on both sides'],
-    ['checksums.txt', `${D('0')}  a\n`, `${D('1')}  a\n`, `${D('2')}  a\n`, 'checksums.txt: the change touched more than checksum entries, or both sides changed the same entry'],
+    [
+      'checksums.txt',
+      `${D('0')}  a\n`,
+      `${D('1')}  a\n`,
+      `${D('2')}  a\n`,
+      'checksums.txt: the change touched more than checksum entries, or both sides changed the same entry',
+    ],
   ])('refuses %s with a reason', (path, base, ours, theirs, reason) => {
     expect(resolveConflict({ path, base: bytes(base), ours: bytes(ours), theirs: bytes(theirs) })).toEqual({ kind: 'refused', reason });
   });
 
   it('refuses binary content', () => {
     const binary = new Uint8Array([0x89, 0x50, 0x00, 0x01]);
-    expect(resolveConflict({ path: 'CHANGELOG.md', base: binary, ours: binary, theirs: binary })).toEqual({ kind: 'refused', reason: 'CHANGELOG.md: not a text file' });
+    expect(resolveConflict({ path: 'CHANGELOG.md', base: binary, ours: binary, theirs: binary })).toEqual({
+      kind: 'refused',
+      reason: 'CHANGELOG.md: not a text file',
+    });
   });
 });

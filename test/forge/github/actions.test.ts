@@ -65,7 +65,9 @@ describe('GitHub adapter actions over the test server', () => {
     arrange(model, pr.number);
     const base = model.baseSha(pr.number);
     const state = pr.state;
-    await expect(h.forge.merge(String(pr.number), { expectedHeadSha: model.headSha(pr.number), title: 't', message: '' })).rejects.toSatisfy(code('NOT_MERGEABLE'));
+    await expect(h.forge.merge(String(pr.number), { expectedHeadSha: model.headSha(pr.number), title: 't', message: '' })).rejects.toSatisfy(
+      code('NOT_MERGEABLE'),
+    );
     expect([pr.state, pr.merged, model.baseSha(pr.number)]).toEqual([state, false, base]);
     // A refusal is an answer, not a transport failure: it is not retried.
     expect(countRequests(h.server, 'pulls/merge')).toBe(1);

@@ -76,7 +76,9 @@ describe('GitHub client: auth, retry, throttling, base URL', () => {
     expect(await h.forge.permission('ann')).toBe('write');
     expect(countRequests(h.server, 'repos/get-collaborator-permission-level')).toBe(2);
     // The wait came from the reset header (seconds until the reset, plus one), and the client chose to retry.
-    const limits = h.logLines.map((l) => JSON.parse(l) as { msg?: string; retryAfter?: number; retryCount?: number; again?: boolean }).filter((l) => l.msg === 'GitHub primary rate limit');
+    const limits = h.logLines
+      .map((l) => JSON.parse(l) as { msg?: string; retryAfter?: number; retryCount?: number; again?: boolean })
+      .filter((l) => l.msg === 'GitHub primary rate limit');
     expect(limits.map((l) => [l.retryCount, l.again])).toEqual([[0, true]]);
     expect(limits[0]?.retryAfter).toBeGreaterThan(1);
     expect(limits[0]?.retryAfter).toBeLessThanOrEqual(101);

@@ -28,9 +28,7 @@ export function collectingLogger(lines: string[]): pino.Logger {
   return pino({ level: 'debug' }, { write: (line: string) => void lines.push(line) });
 }
 
-export async function startHarness(
-  options: { server?: GitHubTestServerOptions; forge?: Partial<GitHubForgeOptions> } = {},
-): Promise<Harness> {
+export async function startHarness(options: { server?: GitHubTestServerOptions; forge?: Partial<GitHubForgeOptions> } = {}): Promise<Harness> {
   const server = await startGitHubServer(options.server);
   const logLines: string[] = [];
   const forge = createGitHubForge({

@@ -1,6 +1,7 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { checkResponse, responseSchema, validateSchema } from '../../support/github-server/index.js';
+import { checkResponse, RepositoryModel, responseSchema, validateSchema, type SchemaObject } from '../../support/github-server/index.js';
+import { issueComment } from '../../support/github-server/rest-shapes.js';
 import { startHarness } from './harness.js';
 
 describe('JSON-schema checker', () => {
@@ -33,11 +34,59 @@ describe('JSON-schema checker', () => {
     expect(validateSchema(schema, value)).toHaveLength(count);
   });
 
-  it('catches a body that drifts from GitHub\'s published merge answer', () => {
+  it("catches a body that drifts from GitHub's published merge answer", () => {
     expect(checkResponse('pulls/merge', 200, { sha: 'abc', merged: true, message: 'ok' }).violations).toEqual([]);
     expect(checkResponse('pulls/merge', 200, { merged: 'yes', message: 'ok' }).violations.length).toBeGreaterThan(0);
     expect(responseSchema('pulls/merge', 409)?.source).toBe('own');
     expect(responseSchema('pulls/merge', 401)?.source).toBe('stand-in');
+  });
+});
+
+describe('the OpenAPI 3.0 dialect on ajv', () => {
+  // Each row: a schema as GitHub writes it, a value, and where the violations are ([] when the value fits).
+  it.each<[string, SchemaObject, unknown, string[]]>([
+    ['nullable without a type lets null through', { allOf: [{ type: 'object', required: ['name'] }], nullable: true }, null, []],
+    ['nullable without a type still checks a value', { allOf: [{ type: 'object', required: ['name'] }], nullable: true }, {}, ['$']],
+    ['nullable without a type still checks the type', { anyOf: [{ type: 'string' }, { type: 'integer' }], nullable: true }, true, ['$']],
+    ['a nullable enum lets null through', { type: 'string', enum: ['success', 'failure'], nullable: true }, null, []],
+    ['a nullable enum still checks a value', { type: 'string', enum: ['success', 'failure'], nullable: true }, 'neutral', ['$']],
+    ['without nullable, null is refused', { type: 'string', enum: ['success'] }, null, ['$', '$']],
+    ['a property called nullable is a property', { type: 'object', properties: { nullable: { type: 'string' } } }, { nullable: 1 }, ['$.nullable']],
+    ['x- extensions are ignored', { type: 'string', 'x-github-breaking-changes': [{ changeset: 'x' }] }, 'a', []],
+    ['examples are annotations', { type: 'integer', example: 'not an integer' }, 3, []],
+    ['int64 is an integer (type and format both say so)', { type: 'integer', format: 'int64' }, 1.5, ['$', '$']],
+    ['a uri', { type: 'string', format: 'uri' }, 'not a uri', ['$']],
+    ['an email', { type: 'string', format: 'email' }, 'nobody', ['$']],
+    ['an array item, by index', { type: 'array', items: { type: 'object', properties: { n: { type: 'integer' } } } }, [{ n: 1 }, { n: 'x' }], ['$[1].n']],
+  ])('%s', (_what, schema, value, paths) => {
+    expect(validateSchema(schema, value).map((v) => v.path)).toEqual(paths);
+  });
+
+  it('refuses a validation keyword it does not know instead of skipping it', () => {
+    expect(() => validateSchema({ type: 'string', patternz: '^a' }, 'b')).toThrow(/unknown keyword: "patternz"/);
+  });
+
+  describe("GitHub's issue comment answer (issues/create-comment 201, with $refs)", () => {
+    const model = new RepositoryModel('octo-org', 'demo');
+    const pr = model.openPullRequest({ author: 'maya' });
+    const comment = model.addComment(pr.number, 'maya', 'hello');
+    const valid = issueComment(model, comment, 'https://github.example', 'https://api.github.example');
+    const user = valid.user as Record<string, unknown>;
+
+    // Each row is an answer the earlier hand-written validator also refused, and the path of the violation.
+    it.each<[string, Record<string, unknown>, string[]]>([
+      ['the answer the server sends', valid, []],
+      ['a user that is null (simple-user is nullable)', { ...valid, user: null }, []],
+      ['a missing required field', Object.fromEntries(Object.entries(valid).filter(([key]) => key !== 'node_id')), ['$']],
+      ['an id that is a string', { ...valid, id: String(valid.id) }, ['$.id']],
+      ['a date that is not a date-time', { ...valid, created_at: 'yesterday' }, ['$.created_at']],
+      ['a url that is not a uri', { ...valid, html_url: 'a comment' }, ['$.html_url']],
+      ['an author association outside the enum', { ...valid, author_association: 'BOSS' }, ['$.author_association']],
+      ['a user without a login (through $ref)', { ...valid, user: Object.fromEntries(Object.entries(user).filter(([key]) => key !== 'login')) }, ['$.user']],
+      ['a user whose site_admin is not a boolean', { ...valid, user: { ...user, site_admin: 'no' } }, ['$.user.site_admin']],
+    ])('%s', (_what, body, paths) => {
+      expect(checkResponse('issues/create-comment', 201, body).violations.map((v) => v.path)).toEqual(paths);
+    });
   });
 });
 
@@ -79,7 +128,9 @@ describe('GitHub API test server answers match the published response schemas', 
     model.setMergeable(pr.number, 'MERGEABLE');
     await forge.merge(id, { expectedHeadSha: next, title: 't', message: '' });
     await ignore(forge.merge('404', { expectedHeadSha: next, title: 't', message: '' }));
-    const app = await startHarness({ forge: { auth: { kind: 'app', appId: 9, privateKey: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(), installationId: 3 } } });
+    const app = await startHarness({
+      forge: { auth: { kind: 'app', appId: 9, privateKey: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(), installationId: 3 } },
+    });
     app.server.registerApp({ appId: 9, slug: 'schema-app', publicKey, installationId: 3 });
     await app.forge.permission('x');
     const bad = await startHarness({ forge: { auth: { kind: 'token', token: 'nope' } } });
@@ -121,7 +172,11 @@ describe('GitHub API test server answers match the published response schemas', 
 
   it('refuses a GraphQL field it does not know, as GitHub does', async () => {
     const h = await startHarness();
-    const octokit = (await import('../../../src/forge/github/index.js')).createGitHubClient({ auth: { kind: 'token', token: 'test-token' }, baseUrl: h.server.baseUrl, retry: { retries: 0 } });
+    const octokit = (await import('../../../src/forge/github/index.js')).createGitHubClient({
+      auth: { kind: 'token', token: 'test-token' },
+      baseUrl: h.server.baseUrl,
+      retry: { retries: 0 },
+    });
     const error = await octokit.graphql('query Probe { repository(owner: "octo-org", name: "demo") { stargazerCount } }').catch((e: unknown) => e);
     expect(String((error as Error).message)).toContain("Field 'stargazerCount' doesn't exist on type 'Repository'");
     await h.close();

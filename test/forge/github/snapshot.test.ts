@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { isProofgateError } from '../../../src/core/index.js';
-import { mapCheckRun, mapStatusContext, mergeStateStatus } from '../../../src/forge/github/snapshot-mapping.js';
+import { mapCheckRun, mapStatusContext, mergeStateStatus, reviewDecision } from '../../../src/forge/github/snapshot-mapping.js';
 import type { GqlCheckRun, GqlStatusContext } from '../../../src/forge/github/snapshot-query.js';
 import { countRequests, startHarness, type Harness } from './harness.js';
 
@@ -104,13 +104,44 @@ describe('GitHub snapshot over the test server', () => {
       author: { login: 'dana', permission: 'maintain' },
       mergeable: 'MERGEABLE',
       mergeStateStatus: 'CLEAN',
+      reviewDecision: null,
       labels: ['automerge'],
       mergeCommitSha: null,
     });
     expect(snap.checks).toEqual([
-      { kind: 'check_run', name: 'build', workflow: 'CI', status: 'completed', conclusion: 'success', startedAt: expect.any(String), completedAt: expect.any(String), url: expect.any(String), headSha: head },
-      { kind: 'check_run', name: 'lint', workflow: 'Linter', status: 'in_progress', conclusion: null, startedAt: expect.any(String), completedAt: null, url: expect.any(String), headSha: head },
-      { kind: 'status', name: 'legacy/ci', workflow: null, status: 'completed', conclusion: 'error', startedAt: expect.any(String), completedAt: expect.any(String), url: 'https://ci.example/9', headSha: head },
+      {
+        kind: 'check_run',
+        name: 'build',
+        workflow: 'CI',
+        status: 'completed',
+        conclusion: 'success',
+        startedAt: expect.any(String),
+        completedAt: expect.any(String),
+        url: expect.any(String),
+        headSha: head,
+      },
+      {
+        kind: 'check_run',
+        name: 'lint',
+        workflow: 'Linter',
+        status: 'in_progress',
+        conclusion: null,
+        startedAt: expect.any(String),
+        completedAt: null,
+        url: expect.any(String),
+        headSha: head,
+      },
+      {
+        kind: 'status',
+        name: 'legacy/ci',
+        workflow: null,
+        status: 'completed',
+        conclusion: 'error',
+        startedAt: expect.any(String),
+        completedAt: expect.any(String),
+        url: 'https://ci.example/9',
+        headSha: head,
+      },
     ]);
     expect(snap.comments.map((c) => [c.author, c.authorType, c.body])).toEqual([
       ['dana', 'User', '/proofgate automerge'],
@@ -118,6 +149,16 @@ describe('GitHub snapshot over the test server', () => {
     ]);
     expect(countRequests(h.server, 'graphql')).toBe(1);
     expect(countRequests(h.server, 'repos/get-collaborator-permission-level')).toBe(1);
+  });
+
+  it('reads the review decision the base asks for', async () => {
+    h = await startHarness();
+    const { model } = h.server;
+    const pr = model.openPullRequest({ author: 'dana' });
+    for (const decision of ['REVIEW_REQUIRED', 'CHANGES_REQUESTED', 'APPROVED', null] as const) {
+      model.setReviewDecision(pr.number, decision);
+      expect((await h.forge.snapshot(String(pr.number))).reviewDecision).toBe(decision);
+    }
   });
 
   it('reads draft, merged and unknown-author states', async () => {
@@ -170,5 +211,18 @@ describe('GitHub snapshot over the test server', () => {
       await expect(h.forge.snapshot(bad)).rejects.toSatisfy((e: unknown) => isProofgateError(e, 'INVALID_INPUT'));
     }
     expect(h.server.requests.length).toBe(before);
+  });
+});
+
+describe('review decision mapping', () => {
+  it.each([
+    [null, null],
+    [undefined, null],
+    ['APPROVED', 'APPROVED'],
+    ['CHANGES_REQUESTED', 'CHANGES_REQUESTED'],
+    ['REVIEW_REQUIRED', 'REVIEW_REQUIRED'],
+    ['SOMETHING_NEW', 'REVIEW_REQUIRED'],
+  ] as const)('reviewDecision %s -> %s', (value, want) => {
+    expect(reviewDecision(value)).toBe(want);
   });
 });

@@ -29,7 +29,11 @@ function expectedKind(eventName: string, file: string): string {
   const action = file.split('.')[0];
   switch (eventName) {
     case 'pull_request':
-      return ({ opened: 'change-opened', reopened: 'change-opened', synchronize: 'change-synchronized', closed: 'change-closed' } as Record<string, string>)[action ?? ''] ?? 'ignored';
+      return (
+        ({ opened: 'change-opened', reopened: 'change-opened', synchronize: 'change-synchronized', closed: 'change-closed' } as Record<string, string>)[
+          action ?? ''
+        ] ?? 'ignored'
+      );
     case 'issue_comment':
       return 'ignored'; // none of the fixture comments is on a pull request
     case 'check_run':
@@ -50,7 +54,9 @@ describe('GitHub webhook deliveries', () => {
   const fixtures = webhookFixtures();
 
   it('reads the fixture folders', () => {
-    expect(new Set(fixtures.map((f) => f.eventName))).toEqual(new Set(['pull_request', 'issue_comment', 'check_run', 'check_suite', 'status', 'pull_request_review', 'push']));
+    expect(new Set(fixtures.map((f) => f.eventName))).toEqual(
+      new Set(['pull_request', 'issue_comment', 'check_run', 'check_suite', 'status', 'pull_request_review', 'push']),
+    );
   });
 
   it.each(fixtures.map((f) => [`${f.eventName}/${f.file}`, f] as const))('maps %s', async (_name, f) => {
@@ -68,7 +74,12 @@ describe('GitHub webhook deliveries', () => {
   it('maps the fields of each kind of event', async () => {
     const openedPayload = fixture('pull_request', 'opened.payload.json');
     const opened = await deliver('pull_request', openedPayload);
-    expect(opened).toMatchObject({ kind: 'change-opened', changeId: '2', headSha: 'ec26c3e57ca3a959ca5aad62de7213c562f8c821', installationId: (openedPayload.installation as { id: number }).id });
+    expect(opened).toMatchObject({
+      kind: 'change-opened',
+      changeId: '2',
+      headSha: 'ec26c3e57ca3a959ca5aad62de7213c562f8c821',
+      installationId: (openedPayload.installation as { id: number }).id,
+    });
     const { installation: _installation, ...noInstallation } = openedPayload;
     expect(await deliver('pull_request', noInstallation)).toMatchObject({ kind: 'change-opened', installationId: null });
     const closed = await deliver('pull_request', fixture('pull_request', 'closed.payload.json'));
@@ -88,7 +99,13 @@ describe('GitHub webhook deliveries', () => {
       check: { kind: 'status', name: 'default', status: 'completed', conclusion: 'success', workflow: null },
     });
     const review = await deliver('pull_request_review', fixture('pull_request_review', 'submitted.payload.json'));
-    expect(review).toMatchObject({ kind: 'review-submitted', changeId: '2', reviewer: 'Codertocat', state: 'commented', headSha: 'ec26c3e57ca3a959ca5aad62de7213c562f8c821' });
+    expect(review).toMatchObject({
+      kind: 'review-submitted',
+      changeId: '2',
+      reviewer: 'Codertocat',
+      state: 'commented',
+      headSha: 'ec26c3e57ca3a959ca5aad62de7213c562f8c821',
+    });
     const push = await deliver('push', fixture('push', 'with-new-branch.payload.json'));
     expect(push).toMatchObject({ kind: 'base-pushed', ref: 'master' });
     const installed = await deliver('pull_request', fixture('pull_request', 'converted_to_draft.with-installation.payload.json'));
@@ -105,7 +122,11 @@ describe('GitHub webhook deliveries', () => {
       issue.pull_request = { url: 'https://api.github.com/repos/Codertocat/Hello-World/pulls/1' };
       const comment = payload.comment as { id: number; body: string; user: { login: string } };
       const result = await deliver('issue_comment', payload);
-      expect(result).toMatchObject({ kind, changeId: String(issue.number), comment: { id: String(comment.id), author: comment.user.login, authorType: 'User', body: comment.body } });
+      expect(result).toMatchObject({
+        kind,
+        changeId: String(issue.number),
+        comment: { id: String(comment.id), author: comment.user.login, authorType: 'User', body: comment.body },
+      });
     }
     const deleted = fixture('issue_comment', 'deleted.payload.json');
     (deleted.issue as Record<string, unknown>).pull_request = {};
@@ -122,7 +143,13 @@ describe('GitHub webhook deliveries', () => {
   it('ignores unknown event types with a debug log line', async () => {
     const lines: string[] = [];
     const signed = signDelivery('ping', { zen: 'Keep it logically awesome.', hook_id: 1 }, SECRET);
-    const result = await parseWebhookDelivery({ headers: signed.headers, body: signed.body, secret: SECRET, deliveries: fresh(), logger: collectingLogger(lines) });
+    const result = await parseWebhookDelivery({
+      headers: signed.headers,
+      body: signed.body,
+      secret: SECRET,
+      deliveries: fresh(),
+      logger: collectingLogger(lines),
+    });
     expect(result).toEqual({ kind: 'ignored', reason: "event 'ping' is not used", eventName: 'ping', deliveryId: signed.deliveryId });
     expect(lines).toHaveLength(1);
     const line = JSON.parse(lines[0] as string) as { level: number; msg: string; deliveryId: string };
@@ -133,18 +160,34 @@ describe('GitHub webhook deliveries', () => {
   it('rejects a missing or wrong signature before reading the body', async () => {
     const signed = signDelivery('pull_request', fixture('pull_request', 'opened.payload.json'), SECRET);
     const { 'x-hub-signature-256': _signature, ...unsigned } = signed.headers;
-    await expect(parseWebhookDelivery({ headers: unsigned, body: signed.body, secret: SECRET, deliveries: fresh() })).rejects.toSatisfy(code('WEBHOOK_SIGNATURE'));
-    await expect(parseWebhookDelivery({ headers: signed.headers, body: signed.body, secret: 'another-secret', deliveries: fresh() })).rejects.toSatisfy(code('WEBHOOK_SIGNATURE'));
-    await expect(parseWebhookDelivery({ headers: signed.headers, body: `${signed.body} `, secret: SECRET, deliveries: fresh() })).rejects.toSatisfy(code('WEBHOOK_SIGNATURE'));
-    await expect(parseWebhookDelivery({ headers: { ...signed.headers, 'x-hub-signature-256': 'sha256=00' }, body: signed.body, secret: SECRET, deliveries: fresh() })).rejects.toSatisfy(code('WEBHOOK_SIGNATURE'));
+    await expect(parseWebhookDelivery({ headers: unsigned, body: signed.body, secret: SECRET, deliveries: fresh() })).rejects.toSatisfy(
+      code('WEBHOOK_SIGNATURE'),
+    );
+    await expect(parseWebhookDelivery({ headers: signed.headers, body: signed.body, secret: 'another-secret', deliveries: fresh() })).rejects.toSatisfy(
+      code('WEBHOOK_SIGNATURE'),
+    );
+    await expect(parseWebhookDelivery({ headers: signed.headers, body: `${signed.body} `, secret: SECRET, deliveries: fresh() })).rejects.toSatisfy(
+      code('WEBHOOK_SIGNATURE'),
+    );
+    await expect(
+      parseWebhookDelivery({ headers: { ...signed.headers, 'x-hub-signature-256': 'sha256=00' }, body: signed.body, secret: SECRET, deliveries: fresh() }),
+    ).rejects.toSatisfy(code('WEBHOOK_SIGNATURE'));
     // A wrongly signed body that is not even JSON still fails on the signature, not the parse.
-    await expect(parseWebhookDelivery({ headers: signed.headers, body: 'not json', secret: SECRET, deliveries: fresh() })).rejects.toSatisfy(code('WEBHOOK_SIGNATURE'));
+    await expect(parseWebhookDelivery({ headers: signed.headers, body: 'not json', secret: SECRET, deliveries: fresh() })).rejects.toSatisfy(
+      code('WEBHOOK_SIGNATURE'),
+    );
   });
 
   it('accepts the right signature over raw bytes, any header case, and a previous secret', async () => {
     const signed = signDelivery('pull_request', fixture('pull_request', 'synchronize.payload.json'), 'old-secret');
     const upper = Object.fromEntries(Object.entries(signed.headers).map(([k, v]) => [k.toUpperCase(), v]));
-    const result = await parseWebhookDelivery({ headers: upper, body: new TextEncoder().encode(signed.body), secret: SECRET, deliveries: fresh(), previousSecrets: ['old-secret'] });
+    const result = await parseWebhookDelivery({
+      headers: upper,
+      body: new TextEncoder().encode(signed.body),
+      secret: SECRET,
+      deliveries: fresh(),
+      previousSecrets: ['old-secret'],
+    });
     expect(result).toMatchObject({ kind: 'change-synchronized', changeId: '2', deliveryId: signed.deliveryId });
   });
 
@@ -155,13 +198,19 @@ describe('GitHub webhook deliveries', () => {
     const { 'x-github-event': _event, ...noEvent } = signed.headers;
     await expect(parseWebhookDelivery({ headers: noEvent, body: signed.body, secret: SECRET, deliveries: fresh() })).rejects.toSatisfy(code('INVALID_INPUT'));
     const notUtf8 = new Uint8Array([0xff, 0xfe]);
-    await expect(parseWebhookDelivery({ headers: signed.headers, body: notUtf8, secret: SECRET, deliveries: fresh() })).rejects.toSatisfy(code('WEBHOOK_SIGNATURE'));
+    await expect(parseWebhookDelivery({ headers: signed.headers, body: notUtf8, secret: SECRET, deliveries: fresh() })).rejects.toSatisfy(
+      code('WEBHOOK_SIGNATURE'),
+    );
     const signedNotUtf8 = { ...signed.headers, 'x-hub-signature-256': signDeliveryBody(notUtf8) };
     await expect(parseWebhookDelivery({ headers: signedNotUtf8, body: notUtf8, secret: SECRET, deliveries: fresh() })).rejects.toSatisfy(code('INVALID_INPUT'));
     const notJson = signDelivery('pull_request', 'x', SECRET);
-    await expect(parseWebhookDelivery({ headers: notJson.headers, body: '{"unterminated', secret: SECRET, deliveries: fresh() })).rejects.toSatisfy(code('WEBHOOK_SIGNATURE'));
+    await expect(parseWebhookDelivery({ headers: notJson.headers, body: '{"unterminated', secret: SECRET, deliveries: fresh() })).rejects.toSatisfy(
+      code('WEBHOOK_SIGNATURE'),
+    );
     const signedGarbage = { ...notJson.headers, 'x-hub-signature-256': signDeliveryBody('{"unterminated') };
-    await expect(parseWebhookDelivery({ headers: signedGarbage, body: '{"unterminated', secret: SECRET, deliveries: fresh() })).rejects.toSatisfy(code('INVALID_JSON'));
+    await expect(parseWebhookDelivery({ headers: signedGarbage, body: '{"unterminated', secret: SECRET, deliveries: fresh() })).rejects.toSatisfy(
+      code('INVALID_JSON'),
+    );
   });
 
   it('rejects a signed payload that lacks a field the mapping needs', async () => {
@@ -174,16 +223,26 @@ describe('GitHub webhook deliveries', () => {
 describe('webhook signatures cover the exact bytes received', () => {
   const json = JSON.stringify(fixture('pull_request', 'opened.payload.json'));
   const BOM = Buffer.from([0xef, 0xbb, 0xbf]);
-  const headersFor = (signature: string, deliveryId = 'bom-1') => ({ 'x-hub-signature-256': signature, 'x-github-delivery': deliveryId, 'x-github-event': 'pull_request' });
+  const headersFor = (signature: string, deliveryId = 'bom-1') => ({
+    'x-hub-signature-256': signature,
+    'x-github-delivery': deliveryId,
+    'x-github-event': 'pull_request',
+  });
 
   it('refuses a body with a BOM whose signature was made before the BOM was added (sign, then strip or prepend)', async () => {
     const body = new Uint8Array(Buffer.concat([BOM, Buffer.from(json)]));
     const deliveries = memoryDeliveryLedger();
-    await expect(parseWebhookDelivery({ headers: headersFor(signDeliveryBody(json)), body, secret: SECRET, deliveries })).rejects.toSatisfy(code('WEBHOOK_SIGNATURE'));
+    await expect(parseWebhookDelivery({ headers: headersFor(signDeliveryBody(json)), body, secret: SECRET, deliveries })).rejects.toSatisfy(
+      code('WEBHOOK_SIGNATURE'),
+    );
     // The same as a string holding U+FEFF: the signature is over its UTF-8 bytes, BOM included.
-    await expect(parseWebhookDelivery({ headers: headersFor(signDeliveryBody(json)), body: `\uFEFF${json}`, secret: SECRET, deliveries })).rejects.toSatisfy(code('WEBHOOK_SIGNATURE'));
+    await expect(parseWebhookDelivery({ headers: headersFor(signDeliveryBody(json)), body: `\uFEFF${json}`, secret: SECRET, deliveries })).rejects.toSatisfy(
+      code('WEBHOOK_SIGNATURE'),
+    );
     // And the other way round: signed with the BOM, delivered without it.
-    await expect(parseWebhookDelivery({ headers: headersFor(signDeliveryBody(body)), body: json, secret: SECRET, deliveries })).rejects.toSatisfy(code('WEBHOOK_SIGNATURE'));
+    await expect(parseWebhookDelivery({ headers: headersFor(signDeliveryBody(body)), body: json, secret: SECRET, deliveries })).rejects.toSatisfy(
+      code('WEBHOOK_SIGNATURE'),
+    );
     // Refused deliveries leave nothing in the ledger: the genuine delivery with that id is still taken.
     const genuine = await parseWebhookDelivery({ headers: headersFor(signDeliveryBody(json)), body: json, secret: SECRET, deliveries });
     expect(genuine).toMatchObject({ kind: 'change-opened', deliveryId: 'bom-1' });
@@ -206,7 +265,12 @@ describe('a delivery is taken once', () => {
     expect(first.kind).toBe('change-opened');
     for (let again = 0; again < 2; again += 1) {
       const replay = await parseWebhookDelivery({ headers: signed.headers, body: signed.body, secret: SECRET, deliveries });
-      expect(replay).toEqual({ kind: 'duplicate', reason: expect.stringContaining('taken before') as unknown, eventName: 'pull_request', deliveryId: signed.deliveryId });
+      expect(replay).toEqual({
+        kind: 'duplicate',
+        reason: expect.stringContaining('taken before') as unknown,
+        eventName: 'pull_request',
+        deliveryId: signed.deliveryId,
+      });
     }
   });
 
@@ -231,7 +295,9 @@ describe('a delivery is taken once', () => {
       const first = await parseWebhookDelivery({ headers: signed.headers, body: signed.body, secret: SECRET, deliveries: storeDeliveryLedger(one.eventStore) });
       expect(first.kind).toBe('change-opened');
       const two = open();
-      const again = await Promise.all([0, 1].map(() => parseWebhookDelivery({ headers: signed.headers, body: signed.body, secret: SECRET, deliveries: storeDeliveryLedger(two.eventStore) })));
+      const again = await Promise.all(
+        [0, 1].map(() => parseWebhookDelivery({ headers: signed.headers, body: signed.body, secret: SECRET, deliveries: storeDeliveryLedger(two.eventStore) })),
+      );
       expect(again.map((result) => result.kind)).toEqual(['duplicate', 'duplicate']);
       await one.close();
       await two.close();

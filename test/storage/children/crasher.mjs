@@ -6,9 +6,10 @@ const [modulePath, provider, location, namespace, batchSize, payloadBytes] = pro
 const moduleUrl = pathToFileURL(modulePath);
 const { defaultStoragePolicy } = await import(new URL('../policy.js', moduleUrl).href);
 const adapter = await import(moduleUrl.href);
-const storage = provider === 'sqlite'
-  ? adapter.createLocalRunStorage({ directory: location, namespace, policy: defaultStoragePolicy })
-  : await adapter.createPostgresRunStorage({ connectionString: location, namespace, policy: defaultStoragePolicy, maxConnections: 1 });
+const storage =
+  provider === 'sqlite'
+    ? adapter.createLocalRunStorage({ directory: location, namespace, policy: defaultStoragePolicy })
+    : await adapter.createPostgresRunStorage({ connectionString: location, namespace, policy: defaultStoragePolicy, maxConnections: 1 });
 const size = Number(batchSize);
 const filler = 'x'.repeat(Number(payloadBytes));
 

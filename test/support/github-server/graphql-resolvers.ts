@@ -58,6 +58,7 @@ function pullRequest(model: RepositoryModel, pr: ModelPullRequest, baseUrl: stri
     author: actor(model, pr.author),
     mergeable: pr.mergeable,
     mergeStateStatus: pr.draft && pr.state === 'open' ? 'DRAFT' : pr.mergeState,
+    reviewDecision: pr.reviewDecision,
     labels: (args: Args) => {
       const first = limit(args.first, 'first');
       return { __typename: 'LabelConnection', nodes: pr.labels.slice(0, first).map((name) => ({ __typename: 'Label', name })) };
@@ -71,8 +72,14 @@ function pullRequest(model: RepositoryModel, pr: ModelPullRequest, baseUrl: stri
 }
 
 function commit(model: RepositoryModel, sha: string): Resolved {
-  const runs = latestBy(model.checkRuns.filter((r) => r.headSha === sha), (r) => `${r.app}\u0000${r.name}`);
-  const statuses = latestBy(model.statuses.filter((s) => s.sha === sha), (s) => s.context);
+  const runs = latestBy(
+    model.checkRuns.filter((r) => r.headSha === sha),
+    (r) => `${r.app}\u0000${r.name}`,
+  );
+  const statuses = latestBy(
+    model.statuses.filter((s) => s.sha === sha),
+    (s) => s.context,
+  );
   const contexts: Resolved[] = [...runs.map(checkRun), ...statuses.map(statusContext)];
   return {
     __typename: 'Commit',

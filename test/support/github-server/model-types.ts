@@ -23,9 +23,13 @@ export interface ModelPullRequest {
   readonly author: string;
   mergeable: ModelMergeable;
   mergeState: ModelMergeState;
+  /** GraphQL's `reviewDecision`: null when the base requires no approving review (the default). */
+  reviewDecision: ModelReviewDecision;
   labels: string[];
   readonly createdAt: string;
 }
+
+export type ModelReviewDecision = 'APPROVED' | 'CHANGES_REQUESTED' | 'REVIEW_REQUIRED' | null;
 
 export interface ModelComment {
   readonly id: number;

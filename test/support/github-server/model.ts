@@ -11,6 +11,7 @@ import type {
   Role,
   ModelMergeable,
   ModelMergeState,
+  ModelReviewDecision,
   ModelUser,
   ModelPullRequest,
   ModelComment,
@@ -24,6 +25,7 @@ export type {
   Role,
   ModelMergeable,
   ModelMergeState,
+  ModelReviewDecision,
   ModelUser,
   ModelPullRequest,
   ModelComment,
@@ -167,6 +169,7 @@ export class RepositoryModel {
       author: options.author,
       mergeable: 'MERGEABLE',
       mergeState: 'CLEAN',
+      reviewDecision: null,
       labels: [],
       createdAt: this.now(),
     };
@@ -200,6 +203,11 @@ export class RepositoryModel {
     const pr = this.pull(number);
     pr.mergeable = mergeable;
     pr.mergeState = mergeState ?? (mergeable === 'CONFLICTING' ? 'DIRTY' : mergeable === 'UNKNOWN' ? 'UNKNOWN' : 'CLEAN');
+  }
+
+  /** What GraphQL answers as the pull request's `reviewDecision` (null: the base requires no approving review). */
+  setReviewDecision(number: number, decision: ModelReviewDecision): void {
+    this.pull(number).reviewDecision = decision;
   }
 
   addCheckRun(options: {

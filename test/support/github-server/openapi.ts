@@ -6,7 +6,7 @@
  * schema of that operation and status.
  */
 import { readFileSync } from 'node:fs';
-import { validateSchema, type SchemaObject, type SchemaViolation } from './json-schema.js';
+import { openApiSchemas, type SchemaChecker, type SchemaObject, type SchemaViolation } from './json-schema.js';
 
 const operationsFile = new URL('./openapi/operations.json', import.meta.url);
 
@@ -37,38 +37,30 @@ interface OperationsFile {
   readonly components: { readonly schemas: Record<string, unknown> };
 }
 
-/** The subset writes each repeated schema once under components.schemas; put them back in place (shared, read-only). */
-function resolveRefs(doc: OperationsFile): OperationsFile {
-  const { schemas } = doc.components;
-  const resolved = new Map<string, unknown>();
-  const resolve = (node: unknown): unknown => {
-    if (Array.isArray(node)) return node.map(resolve);
-    if (typeof node !== 'object' || node === null) return node;
-    const ref = (node as { $ref?: unknown }).$ref;
-    if (typeof ref === 'string') {
-      const name = ref.replace('#/components/schemas/', '');
-      if (!(name in schemas)) throw new Error(`operations.json: unknown $ref ${ref}`);
-      if (!resolved.has(name)) resolved.set(name, resolve(schemas[name]));
-      return resolved.get(name);
-    }
-    return Object.fromEntries(Object.entries(node).map(([key, value]) => [key, resolve(value)]));
-  };
-  return { ...doc, paths: resolve(doc.paths) as OperationsFile['paths'] };
+interface Loaded {
+  readonly operations: Map<string, OperationObject>;
+  readonly routes: Route[];
+  /** Compiles a schema of this document (its `$ref`s resolve into components.schemas). */
+  readonly compile: (schema: SchemaObject) => SchemaChecker;
+  /** Compiled checks by `operationId status`: each schema is compiled once. */
+  readonly checks: Map<string, SchemaChecker>;
 }
 
-let loaded: { operations: Map<string, OperationObject>; routes: Route[] } | null = null;
+let loaded: Loaded | null = null;
 
-function load(): { operations: Map<string, OperationObject>; routes: Route[] } {
+function load(): Loaded {
   if (loaded !== null) return loaded;
-  const doc = resolveRefs(JSON.parse(readFileSync(operationsFile, 'utf8')) as OperationsFile);
+  const doc = JSON.parse(readFileSync(operationsFile, 'utf8')) as OperationsFile;
   const operations = new Map<string, OperationObject>();
   const routes: Route[] = [];
   const add = (method: string, template: string, operationId: string) => {
     const names: string[] = [];
-    const pattern = template.replace(/[.*+?^${}()|[\]\\]/g, (c) => (c === '{' || c === '}' ? c : `\\${c}`)).replace(/\{(\w+)\}/g, (_m, name: string) => {
-      names.push(name);
-      return name === 'path' || name === 'ref' ? '(.+)' : '([^/]+)';
-    });
+    const pattern = template
+      .replace(/[.*+?^${}()|[\]\\]/g, (c) => (c === '{' || c === '}' ? c : `\\${c}`))
+      .replace(/\{(\w+)\}/g, (_m, name: string) => {
+        names.push(name);
+        return name === 'path' || name === 'ref' ? '(.+)' : '([^/]+)';
+      });
     routes.push({ method, operationId, template, regex: new RegExp(`^${pattern}$`), names });
   };
   for (const [template, methods] of Object.entries(doc.paths)) {
@@ -80,7 +72,7 @@ function load(): { operations: Map<string, OperationObject>; routes: Route[] } {
   }
   // Literal segments win over parameters (e.g. /git/ref/ vs /git/refs/).
   routes.sort((a, b) => b.template.replace(/\{\w+\}/g, '').length - a.template.replace(/\{\w+\}/g, '').length);
-  loaded = { operations, routes };
+  loaded = { operations, routes, compile: openApiSchemas(doc.components.schemas), checks: new Map() };
   return loaded;
 }
 
@@ -121,7 +113,14 @@ export function responseSchema(operationId: string, status: number): SchemaSourc
 export function checkResponse(operationId: string, status: number, body: unknown): { checkedBy: SchemaSource | null; violations: SchemaViolation[] } {
   const source = responseSchema(operationId, status);
   if (source === null) return { checkedBy: null, violations: [{ path: '$', message: `no schema for ${operationId} ${status}` }] };
-  return { checkedBy: source, violations: validateSchema(source.schema, body) };
+  const { checks, compile } = load();
+  const key = `${source.operationId} ${source.status}`;
+  let check = checks.get(key);
+  if (check === undefined) {
+    check = compile(source.schema);
+    checks.set(key, check);
+  }
+  return { checkedBy: source, violations: check(body) };
 }
 
 function jsonSchema(op: OperationObject | undefined, status: string): SchemaObject | null {

@@ -133,7 +133,8 @@ const handlers: Readonly<Record<string, Handler>> = {
     const ref = field(req.body, 'ref');
     const sha = field(req.body, 'sha');
     const branch = typeof ref === 'string' ? /^refs\/heads\/(.+)$/.exec(ref)?.[1] : undefined;
-    if (branch === undefined || typeof sha !== 'string') return { status: 422, body: validationError('Reference name must start with refs/ and have at least two slashes.') };
+    if (branch === undefined || typeof sha !== 'string')
+      return { status: 422, body: validationError('Reference name must start with refs/ and have at least two slashes.') };
     if (req.model.branches.has(branch)) return { status: 422, body: validationError('Reference already exists') };
     if (!req.model.hasCommit(sha)) return { status: 422, body: validationError('Object does not exist') };
     req.model.setBranch(branch, sha);
@@ -172,7 +173,18 @@ function directory(req: RestRequest, sha: string, dir: string, ref: string): unk
     const path = `${dir}/${name}`;
     const bytes = req.model.file(sha, path);
     const entry = fileContent(req.model, path, ref, bytes ?? new Uint8Array(), req.web, req.api);
-    return { type: bytes === null ? 'dir' : 'file', size: bytes?.length ?? 0, name, path, sha: entry.sha, url: entry.url, git_url: entry.git_url, html_url: entry.html_url, download_url: null, _links: entry._links };
+    return {
+      type: bytes === null ? 'dir' : 'file',
+      size: bytes?.length ?? 0,
+      name,
+      path,
+      sha: entry.sha,
+      url: entry.url,
+      git_url: entry.git_url,
+      html_url: entry.html_url,
+      download_url: null,
+      _links: entry._links,
+    };
   });
 }
 

@@ -136,7 +136,16 @@ export async function startGitHubServer(options: GitHubTestServerOptions = {}): 
       return;
     }
     const web = url;
-    const answer = answerRest({ model, operationId: route.operationId, params: route.params, query: target.searchParams, body, actor, web, api: url + restPrefix });
+    const answer = answerRest({
+      model,
+      operationId: route.operationId,
+      params: route.params,
+      query: target.searchParams,
+      body,
+      actor,
+      web,
+      api: url + restPrefix,
+    });
     if (answer === null) reply(404, error('Not Found', 404));
     else reply(answer.status, answer.body);
   }
@@ -148,7 +157,8 @@ export async function startGitHubServer(options: GitHubTestServerOptions = {}): 
     } catch {
       return { status: 400, body: { message: 'Problems parsing JSON' }, name: 'invalid' };
     }
-    if (typeof request.query !== 'string') return { status: 200, body: { errors: [{ message: 'A query attribute must be specified and must be a string.' }] }, name: 'invalid' };
+    if (typeof request.query !== 'string')
+      return { status: 200, body: { errors: [{ message: 'A query attribute must be specified and must be a string.' }] }, name: 'invalid' };
     let name = 'anonymous';
     try {
       const op = parseOperation(request.query);

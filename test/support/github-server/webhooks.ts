@@ -17,33 +17,74 @@ export const MAPPED_EVENTS = ['pull_request', 'issue_comment', 'check_run', 'che
  */
 const REPOSITORY_NAMES: Readonly<Record<(typeof MAPPED_EVENTS)[number], readonly string[]>> = {
   pull_request: [
-    'assigned.payload.json', 'assigned.with-organization.payload.json', 'closed.payload.json', 'closed.with-organization.payload.json',
-    'converted_to_draft.payload.json', 'converted_to_draft.with-installation.payload.json', 'converted_to_draft.with-organization.payload.json',
-    'labeled.payload.json', 'labeled.with-organization.payload.json', 'locked.payload.json', 'locked.with-organization.payload.json',
-    'opened.payload.json', 'opened.with-null-body.json', 'opened.with-organization.payload.json', 'ready_for_review.payload.json',
-    'ready_for_review.with-installation.payload.json', 'ready_for_review.with-organization.payload.json', 'reopened.payload.json',
-    'reopened.with-organization.payload.json', 'review_request_removed.payload.json', 'review_requested.payload.json',
-    'synchronize.payload.json', 'unassigned.payload.json', 'unassigned.with-organization.payload.json', 'unlabeled.payload.json',
-    'unlabeled.with-organization.payload.json', 'unlocked.payload.json', 'unlocked.with-organization.payload.json',
+    'assigned.payload.json',
+    'assigned.with-organization.payload.json',
+    'closed.payload.json',
+    'closed.with-organization.payload.json',
+    'converted_to_draft.payload.json',
+    'converted_to_draft.with-installation.payload.json',
+    'converted_to_draft.with-organization.payload.json',
+    'labeled.payload.json',
+    'labeled.with-organization.payload.json',
+    'locked.payload.json',
+    'locked.with-organization.payload.json',
+    'opened.payload.json',
+    'opened.with-null-body.json',
+    'opened.with-organization.payload.json',
+    'ready_for_review.payload.json',
+    'ready_for_review.with-installation.payload.json',
+    'ready_for_review.with-organization.payload.json',
+    'reopened.payload.json',
+    'reopened.with-organization.payload.json',
+    'review_request_removed.payload.json',
+    'review_requested.payload.json',
+    'synchronize.payload.json',
+    'unassigned.payload.json',
+    'unassigned.with-organization.payload.json',
+    'unlabeled.payload.json',
+    'unlabeled.with-organization.payload.json',
+    'unlocked.payload.json',
+    'unlocked.with-organization.payload.json',
   ],
   issue_comment: [
-    'created.1.payload.json', 'created.payload.json', 'created.with-installation.payload.json', 'created.with-organization.payload.json',
-    'deleted.payload.json', 'deleted.with-organization.payload.json', 'edited.payload.json', 'edited.with-organization.payload.json',
+    'created.1.payload.json',
+    'created.payload.json',
+    'created.with-installation.payload.json',
+    'created.with-organization.payload.json',
+    'deleted.payload.json',
+    'deleted.with-organization.payload.json',
+    'edited.payload.json',
+    'edited.with-organization.payload.json',
   ],
   check_run: [
-    'completed.1.payload.json', 'completed.payload.json', 'completed.with-organization.payload.json', 'created.payload.json',
-    'created.with-organization.payload.json', 'requested_action.payload.json', 'rerequested.payload.json', 'rerequested.with-organization.payload.json',
+    'completed.1.payload.json',
+    'completed.payload.json',
+    'completed.with-organization.payload.json',
+    'created.payload.json',
+    'created.with-organization.payload.json',
+    'requested_action.payload.json',
+    'rerequested.payload.json',
+    'rerequested.with-organization.payload.json',
   ],
   check_suite: [
-    'completed.1.payload.json', 'completed.payload.json', 'completed.with-organization.payload.json', 'requested.payload.json',
-    'requested.payload.with-email-with-special-characters.json', 'requested.with-organization.payload.json', 'rerequested.payload.json',
+    'completed.1.payload.json',
+    'completed.payload.json',
+    'completed.with-organization.payload.json',
+    'requested.payload.json',
+    'requested.payload.with-email-with-special-characters.json',
+    'requested.with-organization.payload.json',
+    'rerequested.payload.json',
     'rerequested.with-organization.payload.json',
   ],
   status: ['payload.json', 'with-author-committer-null.payload.json', 'with-installation.payload.json'],
   pull_request_review: ['dismissed.payload.json', 'submitted.payload.json', 'submitted.with-organization.payload.json'],
   push: [
-    '1.payload.json', 'payload.json', 'with-installation.payload.json', 'with-new-branch.payload.json',
-    'with-no-username-committer.payload.json', 'with-organization.payload.json',
+    '1.payload.json',
+    'payload.json',
+    'with-installation.payload.json',
+    'with-new-branch.payload.json',
+    'with-no-username-committer.payload.json',
+    'with-organization.payload.json',
   ],
 };
 
@@ -81,16 +122,21 @@ function nameExamples({ name, examples: list }: EventDefinition): Map<string, Re
       throw new Error(`@octokit/webhooks-examples: the ${name} examples no longer match REPOSITORY_NAMES in ${import.meta.url}`);
     }
     const docsAction = action(docs);
-    return new Map([[docsAction === undefined ? 'docs.payload.json' : `${docsAction}.docs.payload.json`, docs], ...(named as [string, Record<string, unknown>][])]);
+    return new Map([
+      [docsAction === undefined ? 'docs.payload.json' : `${docsAction}.docs.payload.json`, docs],
+      ...(named as [string, Record<string, unknown>][]),
+    ]);
   }
   // Other events: named by action (`event` without one), numbered from the second of a kind.
   const seen = new Map<string, number>();
-  return new Map(list.map((payload) => {
-    const base = action(payload) ?? 'event';
-    const n = seen.get(base) ?? 0;
-    seen.set(base, n + 1);
-    return [n === 0 ? `${base}.payload.json` : `${base}.${n}.payload.json`, payload];
-  }));
+  return new Map(
+    list.map((payload) => {
+      const base = action(payload) ?? 'event';
+      const n = seen.get(base) ?? 0;
+      seen.set(base, n + 1);
+      return [n === 0 ? `${base}.payload.json` : `${base}.${n}.payload.json`, payload];
+    }),
+  );
 }
 
 /** Every example payload of the given events (the mapped ones by default), each a fresh copy. */

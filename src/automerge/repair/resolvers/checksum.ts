@@ -122,7 +122,9 @@ export function resolveChecksums(path: string, base: string, ours: string, their
     const ending = line.endsWith('\n') ? (line.endsWith('\r\n') ? '\r\n' : '\n') : '';
     result.push({ line: replacement + ending, entry: parseChecksumLine(replacement, named) });
   }
-  const added = [...theirsChanges].filter(([entryPath, value]) => value !== null && !o.byPath.has(entryPath)).sort(([a], [b2]) => (a < b2 ? -1 : a > b2 ? 1 : 0));
+  const added = [...theirsChanges]
+    .filter(([entryPath, value]) => value !== null && !o.byPath.has(entryPath))
+    .sort(([a], [b2]) => (a < b2 ? -1 : a > b2 ? 1 : 0));
   const entryPaths = o.entries.filter((entry): entry is ChecksumEntry => entry !== null).map((entry) => entry.path);
   const sorted = entryPaths.every((entryPath, i) => i === 0 || (entryPaths[i - 1] ?? '') < entryPath);
   for (const [entryPath, line] of added) {

@@ -15,8 +15,7 @@ export { splitLines, singleInsertion, type Insertion } from './lines.js';
 export type ResolverName = 'changelog' | 'checksums';
 
 export type ConflictResolution =
-  | { readonly kind: 'resolved'; readonly resolver: ResolverName; readonly content: string }
-  | { readonly kind: 'refused'; readonly reason: string };
+  { readonly kind: 'resolved'; readonly resolver: ResolverName; readonly content: string } | { readonly kind: 'refused'; readonly reason: string };
 
 export interface ConflictVersions {
   readonly path: string;
@@ -48,6 +47,8 @@ export function resolveConflict(versions: ConflictVersions): ConflictResolution 
   if (content !== null) return { kind: 'resolved', resolver: 'checksums', content };
   return {
     kind: 'refused',
-    reason: isChecksumFileName(path) ? `${path}: the change touched more than checksum entries, or both sides changed the same entry` : `${path}: no mechanical resolver applies`,
+    reason: isChecksumFileName(path)
+      ? `${path}: the change touched more than checksum entries, or both sides changed the same entry`
+      : `${path}: no mechanical resolver applies`,
   };
 }

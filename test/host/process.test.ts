@@ -43,6 +43,22 @@ function shell(script: string, extra: Partial<ProcessRequest> = {}): ProcessRequ
   return { ...request('', extra), argv: ['/bin/sh', '-c', script] };
 }
 
+/** The request, aborted as soon as its program printed `ready` (it is stopped on that event, not after a time). */
+function stopWhenReady(base: ProcessRequest): ProcessRequest {
+  const stop = new AbortController();
+  return {
+    ...base,
+    signal: stop.signal,
+    onSpawn: (child) => {
+      let seen = '';
+      child.stdout?.on('data', (chunk: Buffer) => {
+        seen += chunk.toString('utf8');
+        if (seen.includes('ready\n')) stop.abort();
+      });
+    },
+  };
+}
+
 describe('runProcess: ending', () => {
   it('reports a clean exit with its code and output', async () => {
     const result = await runProcess(request("console.log('hello'); process.exit(3)"));
@@ -60,10 +76,11 @@ describe('runProcess: ending', () => {
 
   it('sends SIGKILL after the grace period when SIGTERM is ignored', async () => {
     // The shell outlives SIGTERM (its `sleep` does not: the signal goes to the whole group), says so, and waits again;
-    // its own stderr is muted, where it would report the killed sleep.
+    // its own stderr is muted, where it would report the killed sleep. It is stopped once it said it is ready (an
+    // event, not a time), and the grace is long enough for even a loaded machine to run its trap.
     const script = "exec 2>/dev/null; trap 'echo ignored' TERM; echo ready; while :; do sleep 1; done";
-    const result = await runProcess(shell(script, { timeoutMs: READY_MS, killGraceMs: 300 }));
-    expect(result).toMatchObject({ timedOut: true, signal: 'SIGKILL' });
+    const result = await runProcess(stopWhenReady(shell(script, { killGraceMs: 3_000 })));
+    expect(result).toMatchObject({ aborted: true, signal: 'SIGKILL' });
     // SIGTERM came first and was ignored; only then did SIGKILL end it.
     expect(result.output.toString('utf8')).toBe('ready\nignored\n');
   });
@@ -71,8 +88,8 @@ describe('runProcess: ending', () => {
   it('with a grace of 0 sends SIGKILL at once', async () => {
     // SIGTERM would only be ignored: with no grace, SIGKILL is the first and only signal.
     const script = "exec 2>/dev/null; trap 'echo ignored' TERM; echo ready; while :; do sleep 1; done";
-    const result = await runProcess(shell(script, { timeoutMs: READY_MS, killGraceMs: 0 }));
-    expect(result).toMatchObject({ timedOut: true, signal: 'SIGKILL' });
+    const result = await runProcess(stopWhenReady(shell(script, { killGraceMs: 0 })));
+    expect(result).toMatchObject({ aborted: true, signal: 'SIGKILL' });
     expect(result.output.toString('utf8')).toBe('ready\n');
   });
 

@@ -327,3 +327,48 @@ export function collectVerdicts(
   kept.sort((a, b) => timeOf(a.marker.fields.at) - timeOf(b.marker.fields.at) || byPlace(a, b));
   return { verdicts: kept.map((entry) => entry.marker), rejected };
 }
+
+/*
+ * proofgate's own comments that it keeps one of and edits in place (the
+ * status comment, the review comment): a comment counts only when
+ * proofgate's own identity wrote it AND it holds a marker that verifies for
+ * this change and is of the kind asked for; a comment by anyone else (the
+ * change's author, say) that copies a marker, even byte for byte, is never
+ * found, so it is never read as ours nor edited.
+ */
+export interface OwnCommentQuery {
+  readonly selfLogin: string;
+  readonly secret: MarkerSecret;
+  readonly changeId: string;
+}
+
+export interface OwnComment<F extends MarkerFields = MarkerFields> {
+  readonly comment: ForgeComment;
+  /** The comment's last trusted marker that `accepts` took. */
+  readonly marker: TrustedMarker<F>;
+}
+
+function sameLogin(a: string, b: string): boolean {
+  return a.toLowerCase() === b.toLowerCase();
+}
+
+/**
+ * The last comment (in forge order) written by `selfLogin` (any letter case)
+ * that holds a trusted marker for `changeId` which `accepts`, with that
+ * marker; null when there is none.
+ */
+export function findOwnComment<F extends MarkerFields>(
+  comments: readonly ForgeComment[],
+  query: OwnCommentQuery,
+  accepts: (marker: TrustedMarker) => marker is TrustedMarker<F>,
+): OwnComment<F> | null;
+export function findOwnComment(comments: readonly ForgeComment[], query: OwnCommentQuery, accepts: (marker: TrustedMarker) => boolean): OwnComment | null;
+export function findOwnComment(comments: readonly ForgeComment[], query: OwnCommentQuery, accepts: (marker: TrustedMarker) => boolean): OwnComment | null {
+  let found: OwnComment | null = null;
+  for (const comment of comments) {
+    if (!sameLogin(comment.author, query.selfLogin)) continue;
+    const marker = readMarkers(comment, query).trusted.filter(accepts).pop();
+    if (marker !== undefined) found = { comment, marker };
+  }
+  return found;
+}

@@ -8,8 +8,7 @@
 import type { ForgeComment } from '../forge/port.js';
 import type { AutomergeDecision } from './decide.js';
 import type { RepairRecord, TimelineEntry } from './ledger.js';
-import { composeMarkedBody, type MarkerSecret, type StatusFields } from './markers.js';
-import { findOwnComment } from './loop/own-comment.js';
+import { composeMarkedBody, findOwnComment, type MarkerSecret, type StatusFields } from './markers.js';
 
 export const DEFAULT_STATUS_INTENT = 'automerge';
 /** Timeline entries shown; older ones are summarized in one line. */

@@ -17,9 +17,8 @@
  * pass for a history line or a marker.
  */
 import type { ForgeComment } from '../../forge/port.js';
-import { isTrustedVerdict, type ReviewVerdictFields, type Verdict } from '../markers.js';
+import { findOwnComment, isTrustedVerdict, type OwnComment, type OwnCommentQuery, type ReviewVerdictFields, type Verdict } from '../markers.js';
 import { escapeText } from '../status-comment.js';
-import { findOwnComment, type OwnComment, type OwnCommentQuery } from './own-comment.js';
 import type { ReviewResult } from './types.js';
 
 /** Earlier reviews listed in the comment; older ones are counted, not listed. */

@@ -14,10 +14,10 @@ import type { ReviewFinding } from '../../contracts/index.js';
 import type { ChangeSnapshot, ForgeComment } from '../../forge/port.js';
 import { runReview, runReviewOnRuntime, type ReviewOptions } from '../../review/index.js';
 import type { RunStorage } from '../../storage/policy-types.js';
-import { composeMarkedBody, type ReviewVerdictFields } from '../markers.js';
+import { composeMarkedBody, type OwnComment, type OwnCommentQuery, type ReviewVerdictFields } from '../markers.js';
 import type { RepairFinding } from '../repair/index.js';
 import { crashPoint } from './crash-seam.js';
-import { writeOwnComment, type OwnComment, type OwnCommentQuery } from './own-comment.js';
+import { writeOwnComment } from './own-comment.js';
 import { findReviewComment, nextReviewHistory, renderReviewComment } from './review-comment.js';
 import type { AutomergeEnvironment, Reviewer, ReviewResult } from './types.js';
 

@@ -18,7 +18,8 @@ import {
   REVIEW_HISTORY_LIMIT,
   type ReviewHistory,
 } from '../../../src/automerge/loop/review-comment.js';
-import { findOwnComment, writeOwnComment } from '../../../src/automerge/loop/own-comment.js';
+import { findOwnComment } from '../../../src/automerge/markers.js';
+import { writeOwnComment } from '../../../src/automerge/loop/own-comment.js';
 import { isProofgateError, ProofgateError } from '../../../src/core/index.js';
 import { CHANGE, HEAD, OLD_HEAD, SECRET, SELF, comment, verdictFields } from '../builders.js';
 import { finished, loopFixture, type LoopFixture } from './local-support.js';

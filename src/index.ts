@@ -11,7 +11,7 @@
 export { ERROR_CODES, ProofgateError, isProofgateError, type ErrorCode } from './core/index.js';
 export { canonicalBytes, canonicalJson, parseJson, type JsonObject, type JsonPrimitive, type JsonValue } from './core/index.js';
 export { digestJson, isSha256Digest, sha256Digest, sha256Hex, type Sha256Digest } from './core/index.js';
-export { fixedClock, systemClock, type Clock } from './core/index.js';
+export { fixedClock, systemClock, type Clock, type ManualClock } from './core/index.js';
 export { SECRET_CATALOGUE, findSecrets, redactSecrets, type SecretMatch, type SecretPattern } from './core/index.js';
 
 // storage: the ports and the storage policy (adapters: the storage subpaths)
@@ -159,6 +159,7 @@ export {
 export type {
   AuthorType,
   ChangeSnapshot,
+  ChangeWorkspace,
   ChangeState,
   CheckConclusion,
   CheckStatus,
@@ -312,6 +313,5 @@ export {
   type Reviewer,
   type RouterOptions,
   type WaitSettings,
-  type Workspace,
 } from './automerge/index.js';
 export type { RepairConfig, RepairContext, RepairFinding, RepairOutcome } from './automerge/index.js';

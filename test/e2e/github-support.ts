@@ -112,7 +112,6 @@ export async function githubLoop(
     forge,
     store: new LedgerStore(storage.eventStore),
     secret: randomBytes(32),
-    workspace: forge.workspace,
     reviewer: panelReviewer({ dataDir: join(root, 'reviews') }),
     repair: options.repair === true ? builtinRepair : null,
     signals: new ChangeSignals(),

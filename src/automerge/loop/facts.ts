@@ -33,7 +33,7 @@ export async function readChangeFacts(env: AutomergeEnvironment, snapshot: Chang
   if (cached !== undefined) return cached;
   let facts: ChangeFacts;
   try {
-    const repoDir = await env.workspace.prepare(snapshot);
+    const repoDir = await env.forge.workspace.prepare(snapshot);
     const live = await liveReviewBindings({ repoDir, base: snapshot.base.sha, head: snapshot.head.sha });
     facts = { ok: true, live, touched: trustedPathsTouched(live.paths, config) };
   } catch (error) {

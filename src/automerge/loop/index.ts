@@ -6,7 +6,6 @@
 export * from './types.js';
 export * from './ledger-store.js';
 export * from './waits.js';
-export * from './workspace.js';
 export * from './policy.js';
 export * from './status.js';
 export * from './review-step.js';

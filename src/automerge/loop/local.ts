@@ -118,12 +118,11 @@ export async function openLocalAutomerge(options: LocalAutomergeOptions): Promis
   const storage = createLocalRunStorage({ directory: options.dataDir, namespace: AUTOMERGE_NAMESPACE, policy: defaultStoragePolicy });
   const reviewRuns = createLocalRunStorage({ directory: options.dataDir, namespace: REVIEW_RUNS_NAMESPACE, policy: defaultStoragePolicy });
   const clock = options.clock ?? systemClock;
-  const signals = new ChangeSignals();
+  const signals = new ChangeSignals(clock);
   const env: AutomergeEnvironment = {
     forge,
     store: new LedgerStore(storage.eventStore, clock),
     secret: await loadOrCreateSecret(options.dataDir),
-    workspace: forge.workspace,
     reviewer: options.reviewer ?? panelReviewer({ dataDir: options.dataDir, storage: reviewRuns }),
     reviewRuns,
     approvals: storage,

@@ -113,7 +113,7 @@ export async function runReviewStep(env: AutomergeEnvironment, snapshot: ChangeS
   await env.store.record(changeId, { type: 'review-dispatched', id: reviewId, head, at: env.store.now() });
   let result: ReviewResult;
   try {
-    const repoDir = await env.workspace.prepare(snapshot);
+    const repoDir = await env.forge.workspace.prepare(snapshot);
     result = await env.reviewer({ repoDir, snapshot, base: snapshot.base.sha, head, ...(signal === undefined ? {} : { signal }) });
   } catch (error) {
     // No working jail: the lanes cannot run here at all; the loop ends with that error (no verdict, no retry).

@@ -2,14 +2,19 @@
  * The visible state of a change: one status comment per change and intent,
  * edited in place (found again by its signed marker), and three labels.
  * `labelPlan` is pure; `StatusWriter` performs the edits, one at a time per
- * change, and skips writes that would not change anything.
+ * change, and skips writes that would not change anything; `DecisionPresenter`
+ * shows each new decision of a loop once (progress line, ledger step and note,
+ * comment, labels).
  */
+import { newId } from '../../core/index.js';
 import type { ChangeSnapshot, Forge, ForgeComment } from '../../forge/port.js';
 import type { AutomergeDecision } from '../decide.js';
 import type { MarkerSecret } from '../markers.js';
-import { DEFAULT_STATUS_INTENT, findStatusComment } from '../status-comment.js';
+import { DEFAULT_STATUS_INTENT, findStatusComment, renderStatusComment } from '../status-comment.js';
 import { crashPoint } from './crash-seam.js';
+import type { Iteration } from './iteration.js';
 import { writeOwnComment } from './own-comment.js';
+import type { AutomergeEnvironment } from './types.js';
 
 export const LABELS = {
   automerge: 'proofgate:automerge',
@@ -132,5 +137,52 @@ export class StatusWriter {
       this.#labels.set(snapshot.id, next);
       return plan;
     });
+  }
+}
+
+/**
+ * Shows a loop's decisions. A decision is shown once while it stays the same
+ * for the same head: a progress line and a `decision` step in the ledger;
+ * a block, stop or wait also a note in the timeline; then the status comment
+ * and the labels of its kind. A merge only sets its labels (the merge step
+ * writes the rest), and a stop of a change automerge never ran on, or one
+ * already merged, writes nothing visible.
+ */
+export class DecisionPresenter {
+  readonly #env: AutomergeEnvironment;
+  readonly #writer: StatusWriter;
+  readonly #changeId: string;
+  readonly #progress: (text: string) => void;
+  #last = '';
+
+  constructor(env: AutomergeEnvironment, writer: StatusWriter, changeId: string, progress: (text: string) => void) {
+    this.#env = env;
+    this.#writer = writer;
+    this.#changeId = changeId;
+    this.#progress = progress;
+  }
+
+  async show(it: Iteration, decision: AutomergeDecision): Promise<void> {
+    const { store, secret } = this.#env;
+    const changeId = this.#changeId;
+    const key = `${decision.kind}|${decision.reason}|${it.snapshot.head.sha}`;
+    if (key === this.#last) return;
+    this.#last = key;
+    this.#progress(`${decision.kind}: ${decision.reason}`);
+    await store.step(changeId, 'decision', { kind: decision.kind, code: decision.code, reason: decision.reason, head: it.snapshot.head.sha });
+    if (decision.kind === 'stop' && (it.state.automerge === null || it.state.merged !== null)) return;
+    if (decision.kind === 'merge') {
+      await this.#writer.applyLabels(it.snapshot, 'merge');
+      return;
+    }
+    let state = it.state;
+    if (decision.kind === 'block' || decision.kind === 'stop' || decision.kind === 'wait') {
+      state = await store.record(changeId, { type: 'note', id: newId('note'), text: `${decision.kind}: ${decision.reason}`, at: store.now() });
+    }
+    await this.#writer.writeComment(
+      it.snapshot,
+      renderStatusComment({ changeId, intent: this.#writer.intent, head: it.snapshot.head.sha, decision, timeline: state.timeline }, secret),
+    );
+    await this.#writer.applyLabels(it.snapshot, decision.kind);
   }
 }

@@ -1,7 +1,8 @@
 /**
- * What the automerge loop runs on: the forge, the ledger store, the server
- * secret, where reviews and repairs get their git content, and the repair
- * module (called through the interface below; src/automerge/repair/ holds it).
+ * What the automerge loop runs on: the forge (whose change workspace gives
+ * reviews and repairs their git content and publishes a repair), the ledger
+ * store, the server secret, and the repair module (called through the
+ * interface below; src/automerge/repair/ holds it).
  */
 import type { Clock } from '../../core/index.js';
 import type { RepoConfig } from '../../contracts/repo-config.js';
@@ -11,7 +12,6 @@ import type { RepairConfig, RepairContext, RepairFinding, RepairOutcome } from '
 import type { MarkerSecret, Verdict, VerdictBindings } from '../markers.js';
 import type { LedgerStore } from './ledger-store.js';
 import type { ChangeSignals, WaitSettings } from './waits.js';
-import type { Workspace } from './workspace.js';
 
 export type { WaitSettings } from './waits.js';
 
@@ -68,7 +68,6 @@ export interface AutomergeEnvironment {
   readonly forge: Forge;
   readonly store: LedgerStore;
   readonly secret: MarkerSecret;
-  readonly workspace: Workspace;
   readonly reviewer: Reviewer;
   /** null: no repair module; repairs become blocks. */
   readonly repair: RepairModule | null;

@@ -9,7 +9,9 @@
  * end the loop as waiting; the review window ends it blocked, since only a
  * person can approve (an approval restarts the change).
  */
+import { systemClock, type Clock } from '../../core/index.js';
 import type { AutomergeConfig } from '../../contracts/repo-config.js';
+import type { AutomergeDecision } from '../decide.js';
 import type { AutomergeLedgerState } from '../ledger.js';
 
 export interface WaitSettings {
@@ -73,14 +75,40 @@ export function nextWindow(current: WaitWindow | null, kind: WaitKind, head: str
   return { kind, head, openedAt: now, deadline: now + waitMs, pollMs };
 }
 
+/** How a wait whose window has expired ends (pure). */
+export type ExpiredWindow = { readonly kind: 'waiting'; readonly reason: string } | { readonly kind: 'blocked'; readonly decision: AutomergeDecision };
+
+/**
+ * The end of an expired window (pure): the review window blocks, since only
+ * a person can give a missing approval (the approval restarts the change);
+ * the others end the loop as waiting.
+ */
+export function expiredWindow(window: WaitWindow, decision: AutomergeDecision): ExpiredWindow {
+  const span = window.deadline - window.openedAt;
+  if (window.kind === 'review') {
+    return {
+      kind: 'blocked',
+      decision: { kind: 'block', code: decision.code, reason: `no required approval within the ${span} ms review window: ${decision.reason}` },
+    };
+  }
+  return { kind: 'waiting', reason: `${window.kind} wait window of ${span} ms expired: ${decision.reason}` };
+}
+
 /**
  * Wake-ups per change. `notify` wakes every waiter of the change at once; a
  * notification that arrives while nobody waits is kept, so the next wait
- * returns immediately (no event is lost between a snapshot and a wait).
+ * returns immediately (no event is lost between a snapshot and a wait). A
+ * wait's timeout runs on the clock given here (a test's manual clock moves
+ * it; nothing sleeps).
  */
 export class ChangeSignals {
   readonly #waiters = new Map<string, Set<() => void>>();
   readonly #pending = new Set<string>();
+  readonly #clock: Clock;
+
+  constructor(clock: Clock = systemClock) {
+    this.#clock = clock;
+  }
 
   notify(changeId: string): void {
     const waiters = this.#waiters.get(changeId);
@@ -109,7 +137,7 @@ export class ChangeSignals {
       const waiters = this.#waiters.get(changeId) ?? new Set<() => void>();
       this.#waiters.set(changeId, waiters);
       const done = (how: 'notified' | 'timeout' | 'aborted'): void => {
-        clearTimeout(timer);
+        cancelTimer();
         waiters.delete(wake);
         if (waiters.size === 0) this.#waiters.delete(changeId);
         signal?.removeEventListener('abort', onAbort);
@@ -117,7 +145,7 @@ export class ChangeSignals {
       };
       const wake = (): void => done('notified');
       const onAbort = (): void => done('aborted');
-      const timer = setTimeout(() => done('timeout'), Math.max(0, timeoutMs));
+      const cancelTimer = this.#clock.timer(Math.max(0, timeoutMs), () => done('timeout'));
       waiters.add(wake);
       signal?.addEventListener('abort', onAbort);
     });

@@ -1,7 +1,7 @@
 import { ProofgateError } from '../../core/index.js';
 import { identityEnvironment } from './git.js';
 import { resolveConflict, type ResolverName } from './resolvers/index.js';
-import type { Workspace } from './workspace.js';
+import type { RepairWorktree } from './worktree.js';
 
 /**
  * The deterministic fast path: replay the change's commits onto the current
@@ -57,7 +57,7 @@ function throwIfAborted(signal: AbortSignal | undefined): void {
   if (signal?.aborted === true) throw new ProofgateError('ABORTED', 'the repair was aborted');
 }
 
-async function unmergedEntries(ws: Workspace): Promise<Map<string, UnmergedEntry[]>> {
+async function unmergedEntries(ws: RepairWorktree): Promise<Map<string, UnmergedEntry[]>> {
   const listing = (await ws.git(['ls-files', '--unmerged', '-z'])).stdout.toString('utf8');
   const byPath = new Map<string, UnmergedEntry[]>();
   for (const record of listing.split('\0')) {
@@ -70,7 +70,7 @@ async function unmergedEntries(ws: Workspace): Promise<Map<string, UnmergedEntry
 }
 
 /** Resolve every conflicted path of the current cherry-pick, or say why not. */
-async function resolveAll(ws: Workspace, commit: string, stderr: string): Promise<{ resolved: ResolvedFile[] } | { paths: string[]; reason: string }> {
+async function resolveAll(ws: RepairWorktree, commit: string, stderr: string): Promise<{ resolved: ResolvedFile[] } | { paths: string[]; reason: string }> {
   const conflicts = await unmergedEntries(ws);
   const paths = [...conflicts.keys()];
   if (paths.length === 0) {
@@ -102,7 +102,7 @@ async function resolveAll(ws: Workspace, commit: string, stderr: string): Promis
 }
 
 /** Replay `base..head` onto `base` in the workspace; the workspace ends at the new tip. */
-export async function replayOnto(ws: Workspace, request: ReplayRequest): Promise<ReplayResult> {
+export async function replayOnto(ws: RepairWorktree, request: ReplayRequest): Promise<ReplayResult> {
   const listing = await ws.text(['rev-list', '--reverse', '--topo-order', '--no-merges', request.head, `^${request.base}`]);
   const commits = listing.split('\n').filter((line) => line !== '');
   request.onProgress?.(`replaying ${commits.length} commit${commits.length === 1 ? '' : 's'} onto ${short(request.base)}`);

@@ -7,7 +7,7 @@ import { hasCommit, isAncestor } from '../../host/index.js';
 import { mergeWithMarkers, repairGit, repairGitText } from './git.js';
 import { replayOnto, type ReplayResult, type ResolvedFile } from './rebase.js';
 import type { RepairContext, RepairOutcome } from './types.js';
-import { openWorkspace } from './workspace.js';
+import { openRepairWorktree } from './worktree.js';
 
 /**
  * One repair of one change, start to end: check the inputs, rebase onto the
@@ -94,7 +94,7 @@ class RepairRun {
     let replay: ReplayResult | null = null;
     if (behind) {
       // The replay is proofgate's own git work: a disposable worktree, removed before anything untrusted runs.
-      const ws = await openWorkspace(repoDir, this.#head);
+      const ws = await openRepairWorktree(repoDir, this.#head);
       try {
         this.#progress(`worktree at ${short(this.#head)} (${snapshot.head.ref})`);
         replay = await replayOnto(ws, {

@@ -7,7 +7,8 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { parseRepoConfigYaml } from '../../../src/contracts/repo-config.js';
-import { isProofgateError } from '../../../src/core/index.js';
+import { fixedClock, isProofgateError, type ManualClock } from '../../../src/core/index.js';
+import type { JobResult, LoopOutcome } from '../../../src/automerge/loop/index.js';
 import { within, until } from '../../support/wait.js';
 import { finished, loopFixture, MAINTAINER, type LoopFixture } from './local-support.js';
 
@@ -62,23 +63,59 @@ describe('requiredApprovals in the trusted config', () => {
   });
 });
 
+/** The review window's default span: the manual clock is moved past it instead of anyone sleeping. */
+const REVIEW_WINDOW_MS = 600_000;
+
+/**
+ * A loop fixture on a manual clock with the default wait windows, and the
+ * number of times a loop began waiting for a required approval (the loop
+ * shows that decision, then sets its wait's timer on the clock).
+ */
+async function manualClockFixture(): Promise<{ f: LoopFixture; expireReviewWindow: (done: Promise<JobResult> | undefined) => Promise<LoopOutcome> }> {
+  const clock: ManualClock = fixedClock(new Date().toISOString());
+  let approvalWaits = 0;
+  const watchers: { readonly count: number; readonly resolve: () => void }[] = [];
+  const f = await loopFixture({
+    config: CONFIG,
+    automerge: {
+      clock,
+      waits: {},
+      onProgress: (line) => {
+        if (!(line.text.startsWith('wait: ') && line.text.includes('needs the approvals'))) return;
+        approvalWaits += 1;
+        for (const watcher of watchers.splice(0)) if (approvalWaits >= watcher.count) watcher.resolve();
+      },
+    },
+  });
+  /** The next loop waits in its review window: move the clock past it, and return how the loop ended. */
+  const expireReviewWindow = async (done: Promise<JobResult> | undefined): Promise<LoopOutcome> => {
+    const count = approvalWaits + 1;
+    await within(
+      new Promise<void>((resolve) => (approvalWaits >= count ? resolve() : watchers.push({ count, resolve }))),
+      'the loop waits for a required approval',
+    );
+    await within(clock.whenPending(), "the loop's wait sets its timer on the clock");
+    clock.advance(REVIEW_WINDOW_MS);
+    return finished(done);
+  };
+  return { f, expireReviewWindow };
+}
+
 describe('a base that requires one approval', () => {
   it("blocks when the review window expires; the author's and an older head's approvals do not count; a maintainer's approval of the current head merges", async () => {
-    const f = (fixture = await loopFixture({
-      config: CONFIG,
-      automerge: { waits: { reviewWaitMs: 0, reviewPollMs: 200, transientPollMs: 200, shepherdPollMs: 200 } },
-    }));
+    const { f, expireReviewWindow } = await manualClockFixture();
+    fixture = f;
     const base = f.repo.sha('main');
     const id = await f.openChange('feature', { 'feature.txt': 'one\n' }, 'add a feature');
     const first = f.repo.sha('feature');
     expect((await f.forge.snapshot(id)).reviewDecision).toBe('REVIEW_REQUIRED');
 
-    // Reviewed and green, it waits for the approval; the window (0 ms here) expires: blocked.
-    const blocked = await finished((await f.command(id, '/proofgate automerge')).dispatch?.done);
+    // Reviewed and green, it waits for the approval; the clock passes the window's 600000 ms: blocked.
+    const blocked = await expireReviewWindow((await f.command(id, '/proofgate automerge')).dispatch?.done);
     expect(blocked.kind).toBe('blocked');
     expect(blocked.code).toBe('review-required');
     expect(blocked.verdict).toBe('CONFIRMED');
-    expect(blocked.reason).toMatch(/review window/);
+    expect(blocked.reason).toContain(`no required approval within the ${REVIEW_WINDOW_MS} ms review window`);
     expect(await decisions(f, id)).toContainEqual({ kind: 'wait', code: 'review-required', head: first });
     expect((await f.automerge.env.store.load(id)).steps.some((step) => step.step === 'wait-expired' && step.window === 'review')).toBe(true);
     expect(f.repo.sha('main')).toBe(base);
@@ -86,7 +123,7 @@ describe('a base that requires one approval', () => {
     // The author approves their own change: recorded, not counted.
     const own = await f.command(id, '/proofgate approve', AUTHOR);
     expect(own.ran.map((c) => c.kind)).toEqual(['approve']);
-    const ownOutcome = await finished(own.dispatch?.done);
+    const ownOutcome = await expireReviewWindow(own.dispatch?.done);
     expect(ownOutcome.kind).toBe('blocked');
     expect(ownOutcome.code).toBe('review-required');
     expect((await f.forge.snapshot(id)).reviewDecision).toBe('REVIEW_REQUIRED');
@@ -106,7 +143,7 @@ describe('a base that requires one approval', () => {
     const second = f.repo.commit('feature', { 'feature.txt': 'two\n' }, 'change the feature');
     expect(second).not.toBe(first);
     expect((await f.forge.snapshot(id)).reviewDecision).toBe('REVIEW_REQUIRED');
-    const again = await finished((await f.command(id, '/proofgate automerge')).dispatch?.done);
+    const again = await expireReviewWindow((await f.command(id, '/proofgate automerge')).dispatch?.done);
     expect(again.kind).toBe('blocked');
     expect(again.code).toBe('review-required');
     expect(again.head).toBe(second);

@@ -7,6 +7,7 @@ import {
   ChangeSignals,
   DEFAULT_WAIT_SETTINGS,
   LABELS,
+  expiredWindow,
   LedgerStore,
   gateDecision,
   labelPlan,
@@ -14,7 +15,10 @@ import {
   policyFromConfig,
   waitKindFor,
   waitSettings,
+  type WaitKind,
+  type WaitWindow,
 } from '../../../src/automerge/loop/index.js';
+import { fixedClock } from '../../../src/core/index.js';
 import { baseResultsMissing } from '../../../src/automerge/loop/base-checks.js';
 import { emptyRepoConfig, parseRepoConfig } from '../../../src/contracts/repo-config.js';
 import type { ChangeSnapshot, ForgeCheck } from '../../../src/forge/port.js';
@@ -305,6 +309,48 @@ describe('ChangeSignals', () => {
     signals.notify('2');
     expect(await signals.wait('2', 10_000)).toBe('notified');
     expect(await signals.wait('2', 5)).toBe('timeout');
+  });
+
+  it("times out on its clock: a manual clock's advance ends the wait, and nothing else does", async () => {
+    const clock = fixedClock('2030-01-01T00:00:00Z');
+    const signals = new ChangeSignals(clock);
+    let ended: string | null = null;
+    const waiting = signals.wait('1', 15_000).then((how) => (ended = how));
+    await clock.whenPending();
+    clock.advance(14_999);
+    await Promise.resolve();
+    expect(ended).toBeNull();
+    clock.advance(1);
+    expect(await waiting).toBe('timeout');
+    expect(clock.pendingTimers()).toBe(0);
+
+    // A notification cancels the timer it was waiting on; an abort too.
+    const notified = signals.wait('1', 15_000);
+    signals.notify('1');
+    expect(await notified).toBe('notified');
+    const abort = new AbortController();
+    const aborted = signals.wait('1', 15_000, abort.signal);
+    abort.abort();
+    expect(await aborted).toBe('aborted');
+    expect(clock.pendingTimers()).toBe(0);
+  });
+});
+
+describe('expiredWindow (pure)', () => {
+  const decision = { kind: 'wait', code: 'checks-pending', reason: 'checks are running' } as const;
+  const window = (kind: WaitKind): WaitWindow => ({ kind, head: NEW, openedAt: 1_000, deadline: 601_000, pollMs: 15_000 });
+
+  it('ends the shepherd and transient windows as waiting, naming the window and its span', () => {
+    expect(expiredWindow(window('transient'), decision)).toEqual({ kind: 'waiting', reason: 'transient wait window of 600000 ms expired: checks are running' });
+    expect(expiredWindow(window('shepherd'), decision)).toEqual({ kind: 'waiting', reason: 'shepherd wait window of 600000 ms expired: checks are running' });
+  });
+
+  it('blocks when the review window expires (only a person can approve), keeping the wait’s code', () => {
+    const review = { kind: 'wait', code: 'review-required', reason: 'approvals missing' } as const;
+    expect(expiredWindow(window('review'), review)).toEqual({
+      kind: 'blocked',
+      decision: { kind: 'block', code: 'review-required', reason: 'no required approval within the 600000 ms review window: approvals missing' },
+    });
   });
 });
 

@@ -12,7 +12,7 @@ import { repairGit, repairGitText, type RepairGitOptions, type RepairGitResult }
  * `dispose()` removes the worktree and its directory; it never throws, so it
  * can run in a `finally` after any failure.
  */
-export interface Workspace {
+export interface RepairWorktree {
   /** The worktree's top directory. */
   readonly dir: string;
   git(args: readonly string[], options?: RepairGitOptions): Promise<RepairGitResult>;
@@ -24,7 +24,7 @@ export interface Workspace {
   dispose(): Promise<void>;
 }
 
-export async function openWorkspace(repoDir: string, sha: string): Promise<Workspace> {
+export async function openRepairWorktree(repoDir: string, sha: string): Promise<RepairWorktree> {
   const root = await realpath(await mkdtemp(join(tmpdir(), 'proofgate-repair-')));
   const dir = join(root, 'tree');
   let added = false;

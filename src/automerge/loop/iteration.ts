@@ -1,0 +1,79 @@
+/**
+ * What one turn of the loop reads before it decides: the change's snapshot,
+ * the trusted config of its base, its ledger and the trusted verdicts of its
+ * comments. Rejected markers are logged once each; a merge the loop attempted
+ * and the forge shows as landed (a crash between the two) is recorded.
+ */
+import type { RepoConfig } from '../../contracts/repo-config.js';
+import type { ChangeSnapshot } from '../../forge/port.js';
+import type { AutomergeLedgerState } from '../ledger.js';
+import { collectVerdicts, type TrustedVerdict } from '../markers.js';
+import type { LoadedLedger } from './ledger-store.js';
+import { trustedConfig, withoutCancelledRuns } from './policy.js';
+import type { AutomergeEnvironment } from './types.js';
+
+export interface Iteration {
+  readonly snapshot: ChangeSnapshot;
+  readonly config: RepoConfig;
+  readonly loaded: LoadedLedger;
+  readonly state: AutomergeLedgerState;
+  readonly verdicts: readonly TrustedVerdict[];
+}
+
+/** The latest trusted verdict of `head`, else of any head (pure). */
+export function latestVerdict(verdicts: readonly TrustedVerdict[], head: string): string | null {
+  const forHead = verdicts.filter((v) => v.fields.head === head);
+  const pick = forHead[forHead.length - 1] ?? verdicts[verdicts.length - 1];
+  return pick?.fields.verdict ?? null;
+}
+
+/** Reads iterations of one change; remembers configs per base sha and the rejected markers already logged. */
+export class IterationReader {
+  readonly #env: AutomergeEnvironment;
+  readonly #changeId: string;
+  readonly #progress: (text: string) => void;
+  readonly #configs = new Map<string, RepoConfig>();
+  readonly #seenRejected = new Set<string>();
+
+  constructor(env: AutomergeEnvironment, changeId: string, progress: (text: string) => void) {
+    this.#env = env;
+    this.#changeId = changeId;
+    this.#progress = progress;
+  }
+
+  /** Read the change afresh; `refresh` sees each snapshot (the status writer's labels). */
+  async read(refresh: (snapshot: ChangeSnapshot) => void): Promise<Iteration> {
+    const env = this.#env;
+    const changeId = this.#changeId;
+    env.signals.clear(changeId);
+    const current = await env.forge.snapshot(changeId);
+    // Checks this process runs itself: a run a stop cancelled is run again rather than read as a failure.
+    const snapshot = env.startChecks === undefined ? current : withoutCancelledRuns(current);
+    refresh(snapshot);
+    // The trusted config is bound to the base sha: read it once per base.
+    const config = this.#configs.get(snapshot.base.sha) ?? (await trustedConfig(env.forge, snapshot));
+    this.#configs.set(snapshot.base.sha, config);
+    const loaded = await env.store.load(changeId);
+    const { verdicts, rejected } = collectVerdicts(snapshot.comments, { selfLogin: env.forge.selfLogin, secret: env.secret, changeId });
+    for (const marker of rejected) {
+      const key = `${marker.commentId}#${marker.index}`;
+      if (this.#seenRejected.has(key)) continue;
+      this.#seenRejected.add(key);
+      this.#progress(`ignored a marker in comment ${marker.commentId}: ${marker.reason} (${marker.detail})`);
+      await env.store.step(changeId, 'marker-rejected', { comment: marker.commentId, reason: marker.reason, detail: marker.detail });
+    }
+    let state = loaded.state;
+    // A merge this loop attempted may have landed right before a crash: the forge knows, the ledger catches up.
+    const attempted = loaded.typedSteps.some((step) => step.step === 'merge-attempt' && step.head === snapshot.head.sha);
+    if (snapshot.state === 'merged' && state.merged === null && snapshot.mergeCommitSha !== null && attempted) {
+      state = await env.store.record(changeId, {
+        type: 'merged',
+        id: `recovered-${snapshot.mergeCommitSha}`,
+        head: snapshot.head.sha,
+        mergeCommit: snapshot.mergeCommitSha,
+        at: env.store.now(),
+      });
+    }
+    return { snapshot, config, loaded, state, verdicts };
+  }
+}

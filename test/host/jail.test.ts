@@ -244,6 +244,17 @@ describe.skipIf(skip !== null)('the jail: network', () => {
     expect(out).not.toContain('HELLO-FROM-HOST');
     expect(connections).toBe(0);
   });
+
+  it('with network: true, jobs started together all start: slirp4netns never races bubblewrap for the loopback', async () => {
+    // slirp4netns brings `lo` up; had it done so before bubblewrap added 127.0.0.1 itself, bubblewrap would
+    // die with "loopback: Failed RTM_NEWADDR" and the job would never start.
+    const runs = await Promise.all(Array.from({ length: 12 }, (_, i) => jailed(`echo "job ${i} started"; grep -o tap0 /proc/net/dev`, { network: true })));
+    for (const [i, run] of runs.entries()) {
+      expect(run.out).toContain(`job ${i} started`);
+      expect(run.out).toContain('tap0');
+      expect(run.code).toBe(0);
+    }
+  });
 });
 
 describe.skipIf(skip !== null)('exportCommit', () => {

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
@@ -24,6 +24,9 @@ const INFO_FD = 3;
 const BLOCK_FD = 4;
 /** slirp4netns's built-in DNS forwarder inside the job's network. */
 const SLIRP_DNS = '10.0.2.3';
+/** How often, and for how long at most, the job's loopback is looked for before slirp4netns starts. */
+const LOOPBACK_POLL_MS = 2;
+const LOOPBACK_BOUND_MS = 60_000;
 
 function commonRequest(request: UntrustedRequest): Omit<ProcessRequest, 'argv' | 'cwd' | 'env'> {
   return {
@@ -86,12 +89,19 @@ async function runWithNetwork(request: UntrustedRequest, dropRoot: boolean, layo
         child.kill('SIGKILL');
       };
       let text = '';
+      let waiting = false;
       info?.on('data', (chunk: Buffer) => {
         if (slirp !== undefined) return;
         text += chunk.toString('utf8');
         const match = /"child-pid"\s*:\s*(\d+)/.exec(text);
-        if (match === null) return;
-        slirp = startSlirp(tools.slirp4netns, Number(match[1]), dropRoot, () => block?.end('go'), fail);
+        if (match === null || waiting) return;
+        waiting = true;
+        const pid = Number(match[1]);
+        void loopbackReady(pid).then((ready) => {
+          if (ready === 'gone') return;
+          if (ready === 'timeout') return fail(`the job's loopback was not set up within ${LOOPBACK_BOUND_MS} ms`);
+          slirp = startSlirp(tools.slirp4netns, pid, dropRoot, () => block?.end('go'), fail);
+        });
       });
     };
     const result = await runProcess({ argv, cwd: '/', env: BWRAP_ENV, extraPipes: 2, onSpawn, ...commonRequest(request) });
@@ -100,6 +110,31 @@ async function runWithNetwork(request: UntrustedRequest, dropRoot: boolean, layo
   } finally {
     slirp?.kill('SIGKILL');
     await rm(netDir, { recursive: true, force: true }).catch(() => undefined);
+  }
+}
+
+/**
+ * Whether bubblewrap finished setting up the job's loopback (127.0.0.1 on an
+ * up `lo` shows as a local route in the namespace's FIB). slirp4netns brings
+ * `lo` up itself, and the kernel then gives it 127.0.0.1: started before
+ * bubblewrap's own setup, it makes that setup fail ("loopback: Failed
+ * RTM_NEWADDR", the address exists) and the job never starts. Neither program
+ * reports the moment in between, so the namespace is looked at every few
+ * milliseconds (bubblewrap then waits on its block fd until slirp4netns is
+ * ready). 'gone': the process ended first (its own failure is reported).
+ */
+async function loopbackReady(pid: number): Promise<'ready' | 'gone' | 'timeout'> {
+  const deadline = Date.now() + LOOPBACK_BOUND_MS;
+  for (;;) {
+    let fib: string;
+    try {
+      fib = await readFile(`/proc/${pid}/net/fib_trie`, 'utf8');
+    } catch {
+      return 'gone';
+    }
+    if (fib.includes('127.0.0.1')) return 'ready';
+    if (Date.now() > deadline) return 'timeout';
+    await new Promise((resolve) => setTimeout(resolve, LOOPBACK_POLL_MS));
   }
 }
 

@@ -222,28 +222,44 @@ export function canonicalBytes(value: unknown): Uint8Array {
  * duplicate silently; RFC 8785 needs I-JSON, which has none.
  */
 function findDuplicateName(text: string): string | null {
-  type Frame = { readonly names: Set<string> | null; expectName: boolean; path: string; last: string };
-  const stack: Frame[] = [];
+  // One frame per open object or array. A frame's path is built from its parents only when a
+  // duplicate is found, and a name without escapes is sliced, not decoded: both keep the scan cheap
+  // on large bodies (webhook deliveries).
+  type Frame = { readonly parent: Frame | null; readonly key: string; readonly names: Set<string> | null; expectName: boolean; last: string };
+  const pathOf = (frame: Frame): string => {
+    if (frame.parent === null) return '$';
+    return frame.parent.names !== null ? `${pathOf(frame.parent)}.${frame.key}` : `${pathOf(frame.parent)}[]`;
+  };
+  let top = null as Frame | null;
   for (let i = 0; i < text.length; i += 1) {
-    const char = text[i];
-    const top = stack[stack.length - 1];
-    if (char === '"') {
+    const char = text.charCodeAt(i);
+    if (char === 0x22 /* " */) {
       let end = i + 1;
-      while (text[end] !== '"') end += text[end] === '\\' ? 2 : 1;
-      if (top?.names && top.expectName) {
-        const name = JSON.parse(text.slice(i, end + 1)) as string;
-        if (top.names.has(name)) return `${top.path}.${name}`;
+      let escaped = false;
+      for (;;) {
+        const next = text.charCodeAt(end);
+        if (next === 0x22) break;
+        if (next === 0x5c /* \ */) {
+          escaped = true;
+          end += 2;
+        } else end += 1;
+      }
+      if (top !== null && top.names !== null && top.expectName) {
+        const name = escaped ? (JSON.parse(text.slice(i, end + 1)) as string) : text.slice(i + 1, end);
+        if (top.names.has(name)) return `${pathOf(top)}.${name}`;
         top.names.add(name);
         top.last = name;
         top.expectName = false;
       }
       i = end;
-    } else if (char === '{' || char === '[') {
-      const path = top === undefined ? '$' : top.names ? `${top.path}.${top.last}` : `${top.path}[]`;
-      stack.push({ names: char === '{' ? new Set() : null, expectName: char === '{', path, last: '' });
-    } else if (char === '}' || char === ']') {
-      stack.pop();
-    } else if (char === ',' && top?.names) {
+    } else if (char === 0x7b /* { */ || char === 0x5b /* [ */) {
+      const object = char === 0x7b;
+      const parent: Frame | null = top;
+      const frame: Frame = { parent, key: parent === null ? '' : parent.last, names: object ? new Set() : null, expectName: object, last: '' };
+      top = frame;
+    } else if (char === 0x7d /* } */ || char === 0x5d /* ] */) {
+      top = top === null ? null : top.parent;
+    } else if (char === 0x2c /* , */ && top !== null && top.names !== null) {
       top.expectName = true;
     }
   }
@@ -269,10 +285,13 @@ export function parseJson(text: string, what = 'input'): JsonValue {
   return value;
 }
 
+/** One strict decoder: a non-streaming `decode` keeps no state between calls. */
+const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
 /** Decode UTF-8 bytes strictly: invalid sequences are an `INVALID_JSON` error, never replaced. */
 export function decodeUtf8(bytes: Uint8Array, what = 'input'): string {
   try {
-    return new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes);
+    return STRICT_UTF8.decode(bytes);
   } catch {
     throw new ProofgateError('INVALID_JSON', `${what} is not valid UTF-8`);
   }

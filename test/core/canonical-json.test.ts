@@ -151,6 +151,12 @@ describe('member names that JavaScript treats specially, and duplicates', () => 
     expect(() => parseJson('{"a":1,"a":2}')).toThrow(/member name \$\.a occurs twice/);
     expect(() => parseJson('{"x":[{"k":1},{"k":2,"k":3}]}')).toThrow(/\$\.x\[\]\.k occurs twice/);
     expect(() => parseJson('{"s":"a\\"b","s":1}')).toThrow(/occurs twice/);
+    // A name spelled with an escape is the same name; the path names each level that leads to it.
+    expect(() => parseJson('{"a":1,"\\u0061":2}')).toThrow(/member name \$\.a occurs twice/);
+    expect(() => parseJson('{"x":{"c":{"d":1,"d":2}}}')).toThrow(/member name \$\.x\.c\.d occurs twice/);
+    expect(() => parseJson('{"x":[[{"e":1}],{"f":{"g":1,"g":2}}]}')).toThrow(/member name \$\.x\[\]\.f\.g occurs twice/);
+    // Brackets, braces, commas and quotes inside strings are not structure; equal names in sibling objects are fine.
+    expect(parseJson('{"a":"{\\"a\\":[1,2]}","b":[{"a":1},{"a":2}],"c":{"a":"]}"}}')).toEqual({ a: '{"a":[1,2]}', b: [{ a: 1 }, { a: 2 }], c: { a: ']}' } });
     expect(parseJson('{"a":{"a":1},"b":[{"a":1},{"a":2}]}')).toEqual({ a: { a: 1 }, b: [{ a: 1 }, { a: 2 }] });
   });
 

@@ -6,6 +6,7 @@ import { registerChangeCommands } from './commands/change.js';
 import { registerChecksCommands } from './commands/checks.js';
 import { registerConfigCommands } from './commands/config.js';
 import { registerDemoCommands } from './commands/demo.js';
+import { registerGitHubCommands } from './commands/github.js';
 import { registerReviewCommands } from './commands/review.js';
 import { registerRunsCommands } from './commands/runs.js';
 import { EXIT, commandExit, reportError } from './io.js';
@@ -48,6 +49,7 @@ export function buildProgram(): Command {
   registerChecksCommands(program);
   registerConfigCommands(program);
   registerDemoCommands(program);
+  registerGitHubCommands(program);
   registerReviewCommands(program);
   registerRunsCommands(program);
   for (const command of program.commands) command.exitOverride();

@@ -15,7 +15,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import pino, { type Logger } from 'pino';
 import { ProofgateError, isProofgateError } from '../../core/errors.js';
-import { parseJson } from '../../core/canonical-json.js';
+import { decodeUtf8, parseJson } from '../../core/canonical-json.js';
 import { sha256Digest, sha256Hex } from '../../core/digest.js';
 import type { EventStore } from '../../storage/ports.js';
 import { mapWebhookPayload, type DuplicateDelivery, type GitHubForgeEvent, type IgnoredDelivery } from './webhook-events.js';
@@ -54,8 +54,22 @@ export type WebhookResult = GitHubForgeEvent | IgnoredDelivery | DuplicateDelive
 
 const silent = pino({ level: 'silent' });
 
-export async function parseWebhookDelivery(delivery: WebhookDelivery): Promise<WebhookResult> {
-  const logger = delivery.logger ?? silent;
+/** A delivery whose signature matched, read and mapped, and not yet claimed in any ledger. */
+export interface VerifiedDelivery {
+  readonly key: DeliveryKey;
+  readonly eventName: string;
+  /** The parsed body (for facts the mapping does not keep: installation, repository, action). */
+  readonly payload: unknown;
+  readonly result: GitHubForgeEvent | IgnoredDelivery;
+}
+
+/**
+ * The checks of `parseWebhookDelivery` without the claim: signature over the
+ * exact bytes (WEBHOOK_SIGNATURE), the two headers (INVALID_INPUT), the body (INVALID_JSON),
+ * then the mapping. Records nothing; for callers that claim deliveries in
+ * groups (the service's intake) and then treat a refused claim as a duplicate.
+ */
+export function verifyWebhookDelivery(delivery: Omit<WebhookDelivery, 'deliveries' | 'logger'>): VerifiedDelivery {
   if (delivery.secret === '') throw new ProofgateError('CONFIG', 'webhook secret is empty');
   const signature = header(delivery.headers, 'x-hub-signature-256');
   if (signature === null || signature === '') {
@@ -74,7 +88,14 @@ export async function parseWebhookDelivery(delivery: WebhookDelivery): Promise<W
   if (eventName === null || eventName === '') throw new ProofgateError('INVALID_INPUT', 'webhook delivery has no X-GitHub-Event header');
   const payload = parseJson(bodyText(bytes), 'webhook body');
   const result = mapWebhookPayload(payload, { eventName, deliveryId, ...(delivery.baseBranches ? { baseBranches: delivery.baseBranches } : {}) });
-  if (!(await delivery.deliveries.claim({ deliveryId, bodyDigest: sha256Digest(bytes) }))) {
+  return { key: { deliveryId, bodyDigest: sha256Digest(bytes) }, eventName, payload, result };
+}
+
+export async function parseWebhookDelivery(delivery: WebhookDelivery): Promise<WebhookResult> {
+  const logger = delivery.logger ?? silent;
+  const { key, eventName, result } = verifyWebhookDelivery(delivery);
+  const { deliveryId } = key;
+  if (!(await delivery.deliveries.claim(key))) {
     logger.debug({ deliveryId, eventName }, 'webhook delivery seen before');
     return { kind: 'duplicate', reason: 'this delivery (its id or its signed body) was taken before', eventName, deliveryId };
   }
@@ -107,7 +128,7 @@ function header(headers: WebhookHeaders, name: string): string | null {
 /** The verified bytes as text, nothing dropped (the JSON parser skips a leading byte-order mark the signature covered). */
 function bodyText(bytes: Buffer): string {
   try {
-    return new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes);
+    return decodeUtf8(bytes, 'webhook body');
   } catch {
     throw new ProofgateError('INVALID_INPUT', 'webhook body is not UTF-8');
   }
@@ -147,10 +168,20 @@ export function storeDeliveryLedger(events: EventStore): DeliveryLedger {
     }
   };
   return {
-    claim: async ({ deliveryId, bodyDigest }) => {
-      const newId = await first(`github-delivery-id:${sha256Hex(deliveryId)}`);
-      const newBody = await first(`github-delivery-body:${bodyDigest.slice('sha256:'.length)}`);
+    claim: async (key) => {
+      const ids = deliveryClaimIds(key);
+      const newId = await first(ids.deliveryId);
+      const newBody = await first(ids.body);
       return newId && newBody;
     },
   };
+}
+
+/**
+ * The names a delivery is claimed under in an event store: `storeDeliveryLedger`
+ * uses each as a stream and its one event's id; the service's intake uses them
+ * as event ids, so the store's unique event ids refuse a second claim either way.
+ */
+export function deliveryClaimIds({ deliveryId, bodyDigest }: DeliveryKey): { readonly deliveryId: string; readonly body: string } {
+  return { deliveryId: `github-delivery-id:${sha256Hex(deliveryId)}`, body: `github-delivery-body:${bodyDigest.slice('sha256:'.length)}` };
 }

@@ -1,0 +1,17 @@
+export {
+  DEFAULT_GITHUB_API_URL,
+  MARKER_SECRET_MIN_BYTES,
+  MAX_WORKERS,
+  SERVE_DEFAULTS,
+  SETTING,
+  httpUrl,
+  serveOptionsFrom,
+  serviceSettingsFrom,
+} from './settings.js';
+export type { Environment, GitHubAppSettings, ServeFlags, ServeOptions, ServeStorage, ServiceSettings, SettingsEffects } from './settings.js';
+export { DEFAULT_APP_NAME, MANIFEST_EVENTS, MANIFEST_PERMISSIONS, MAX_APP_NAME_LENGTH, WEBHOOK_PATH, githubAppManifest, serviceBaseUrl } from './manifest.js';
+export type { GitHubAppManifest, ManifestEventName, ManifestOptions, ManifestPermission, ManifestPermissionName, PermissionAccess } from './manifest.js';
+export { DELIVERY_BODY_TYPE, DELIVERY_RECORD_TYPE, INTAKE_STREAM_PREFIX, createWebhookIntake, deliveryEvents, deliveryFacts } from './intake.js';
+export type { AcceptedDelivery, DeliveryFacts, DeliverySink, IntakeObservation, IntakeOutcome, WebhookIntake, WebhookIntakeOptions } from './intake.js';
+export { DEFAULT_MAX_BODY_BYTES, createServiceServer, webhookAnswer } from './http.js';
+export type { Answer, ServiceServer, ServiceServerOptions } from './http.js';

@@ -3,8 +3,9 @@
  * local forge) the loop runs a head's configured checks itself, once per
  * head, in the background while it keeps deciding; `checks-started` and
  * `checks-finished` steps let a restarted job see a run that a crash cut
- * short. When the loop ends stopped, its runs are cancelled (recorded as
- * cancelled); otherwise they finish, awaited or handed to the caller.
+ * short. When the loop ends stopped or interrupted, its runs are cancelled
+ * (recorded as cancelled); otherwise they finish, awaited or handed to the
+ * caller.
  */
 import { errorMessage, isProofgateError } from '../../core/index.js';
 import type { Iteration } from './iteration.js';
@@ -70,12 +71,13 @@ export class LoopCheckRuns {
   }
 
   /**
-   * The loop ended: a stopped change needs no check result, so its running
-   * checks are cut short. The rest finish: awaited here, or given to
+   * The loop ended: `cancel` (a stopped change, or an interrupted loop) cuts
+   * its running checks short; they are recorded cancelled and run again when
+   * a loop next needs them. The rest finish: awaited here, or given to
    * `background` so the outcome returns at once.
    */
-  async end(stopped: boolean, background?: (work: Promise<void>) => void): Promise<void> {
-    if (stopped && this.#running.size > 0) {
+  async end(cancel: boolean, background?: (work: Promise<void>) => void): Promise<void> {
+    if (cancel && this.#running.size > 0) {
       this.#progress(`cancelling the checks running on ${[...this.#running].map((head) => head.slice(0, 12)).join(', ')}`);
       this.#cancel.abort();
     }

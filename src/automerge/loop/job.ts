@@ -9,7 +9,7 @@
  * dead one left half done (recover.ts).
  */
 import { hostname } from 'node:os';
-import { newId } from '../../core/index.js';
+import { ProofgateError, newId } from '../../core/index.js';
 import { runAutomergeLoop, type LoopOutcome, type ManualCommand } from './loop.js';
 import { recoverInterrupted } from './recover.js';
 import { StatusWriter } from './status.js';
@@ -31,6 +31,8 @@ export interface ChangeJobsOptions {
   readonly leaseMs?: number;
   /** How many extra rounds a job makes for dispatches that joined it late (default 3). */
   readonly maxReruns?: number;
+  /** Called when a job starts in this process (not for a dispatch that joins one), with its result to come. */
+  readonly onJob?: (changeId: string, done: Promise<JobResult>) => void;
 }
 
 interface JobState {
@@ -53,9 +55,12 @@ export class ChangeJobs {
   /** Check runs the loops started and left running when they ended (awaited by `close`). */
   readonly #background = new Set<Promise<void>>();
   readonly #manual = new Map<string, ManualCommand[]>();
+  readonly #onJob: ChangeJobsOptions['onJob'];
+  #taking = true;
 
   constructor(env: AutomergeEnvironment, options: ChangeJobsOptions = {}) {
     this.env = env;
+    this.#onJob = options.onJob;
     this.writer = new StatusWriter(env.forge, env.secret, env.intent);
     this.owner = options.owner ?? `${hostname()}:${process.pid}:${newId('job')}`;
     this.#leaseMs = options.leaseMs ?? 60_000;
@@ -80,7 +85,10 @@ export class ChangeJobs {
     return queue;
   }
 
-  /** Start the change's job, or join the one that runs. */
+  /**
+   * Start the change's job, or join the one that runs. After `stopTaking`, a
+   * dispatch that would start a job is a `CLOSED` error (joining one is not).
+   */
   dispatch(changeId: string): Dispatch {
     const running = this.#active.get(changeId);
     if (running !== undefined) {
@@ -88,13 +96,28 @@ export class ChangeJobs {
       this.env.signals.notify(changeId);
       return { joined: true, done: running.done };
     }
+    if (!this.#taking) throw new ProofgateError('CLOSED', `no new job for change ${changeId}: this process is stopping`, { changeId });
     const job: JobState = { rerun: false, abort: new AbortController() };
     const done = this.#run(changeId, job).finally(() => this.#active.delete(changeId));
     this.#active.set(changeId, { job, done });
+    this.#onJob?.(changeId, done);
     return { joined: false, done };
   }
 
-  /** Abort every running job (they end as `interrupted`) and wait for them and for the check runs they left. */
+  /** Start no new job from now on (a service that stops lets the running ones end first). */
+  stopTaking(): void {
+    this.#taking = false;
+  }
+
+  /** The results to come of the jobs running in this process. */
+  running(): Promise<JobResult>[] {
+    return [...this.#active.values()].map((active) => active.done);
+  }
+
+  /**
+   * Abort every running job (they end as `interrupted`, cancelling the checks
+   * they started) and wait for them and for the check runs they left.
+   */
   async close(): Promise<void> {
     const jobs = [...this.#active.values()];
     for (const active of jobs) active.job.abort.abort();

@@ -54,16 +54,6 @@ export interface LocalAutomerge {
   close(): Promise<void>;
 }
 
-async function lastPosition(forge: LocalForge): Promise<number> {
-  let position = 0;
-  for (;;) {
-    const batch = await forge.store.events.readAll({ afterPosition: position, limit: 1000 });
-    const last = batch[batch.length - 1];
-    if (last === undefined) return position;
-    position = last.position;
-  }
-}
-
 /** Output kept per check run on a base commit (the local forge's default for its own runs). */
 const BASE_CHECK_OUTPUT_CAP_BYTES = 1024 * 1024;
 
@@ -151,7 +141,7 @@ export async function openLocalAutomerge(options: LocalAutomergeOptions): Promis
   const jobs = new ChangeJobs(env, options.jobs);
   const router = new AutomergeRouter(jobs, { restartOnEvents: options.restartOnEvents ?? false });
   const abort = new AbortController();
-  const after = await lastPosition(forge);
+  const after = await forge.lastEventPosition();
   const tail = (async () => {
     for await (const { event } of forge.events({ afterPosition: after, pollMs: options.eventPollMs ?? 500, signal: abort.signal })) {
       if (event.kind === 'comment-created' || event.kind === 'comment-edited') {

@@ -185,6 +185,7 @@ export async function runAutomergeLoop(env: AutomergeEnvironment, changeId: stri
     }
     throw error;
   } finally {
-    await checks.end(ended === 'stopped', options.background);
+    // A stopped or interrupted loop needs no check result: its running checks are cancelled (a cancelled run runs again).
+    await checks.end(ended === 'stopped' || ended === 'interrupted', options.background);
   }
 }

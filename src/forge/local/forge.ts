@@ -106,6 +106,17 @@ export class LocalForge implements Forge {
     return () => this.#listeners.delete(listener);
   }
 
+  /** The position of the newest stored event (0 when none): where a tail of only new events starts. */
+  async lastEventPosition(): Promise<number> {
+    let position = 0;
+    for (;;) {
+      const batch = await this.store.events.readAll({ afterPosition: position, limit: 1000 });
+      const last = batch[batch.length - 1];
+      if (last === undefined) return position;
+      position = last.position;
+    }
+  }
+
   /** Tail forge events from the store (all processes), woken at once by this instance's own actions. */
   events(options: TailOptions = {}): AsyncGenerator<PositionedForgeEvent> {
     return tailForgeEvents(

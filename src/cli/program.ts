@@ -9,6 +9,7 @@ import { registerDemoCommands } from './commands/demo.js';
 import { registerGitHubCommands } from './commands/github.js';
 import { registerReviewCommands } from './commands/review.js';
 import { registerRunsCommands } from './commands/runs.js';
+import { registerServeCommands } from './commands/serve.js';
 import { EXIT, commandExit, reportError } from './io.js';
 
 function packageVersion(): string {
@@ -52,6 +53,7 @@ export function buildProgram(): Command {
   registerGitHubCommands(program);
   registerReviewCommands(program);
   registerRunsCommands(program);
+  registerServeCommands(program);
   for (const command of program.commands) command.exitOverride();
   return program;
 }

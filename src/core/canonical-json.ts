@@ -221,14 +221,20 @@ export function canonicalBytes(value: unknown): Uint8Array {
  * known to be valid JSON), with its path, or null. JSON.parse keeps the last
  * duplicate silently; RFC 8785 needs I-JSON, which has none.
  */
+/** A duplicate's path names at most this many of its innermost levels. */
+const MAX_PATH_PARTS = 32;
+
 function findDuplicateName(text: string): string | null {
   // One frame per open object or array. A frame's path is built from its parents only when a
   // duplicate is found, and a name without escapes is sliced, not decoded: both keep the scan cheap
   // on large bodies (webhook deliveries).
   type Frame = { readonly parent: Frame | null; readonly key: string; readonly names: Set<string> | null; expectName: boolean; last: string };
+  // The path of a frame, walked without recursion (a body may nest 100,000 levels); a deep one keeps its last levels.
   const pathOf = (frame: Frame): string => {
-    if (frame.parent === null) return '$';
-    return frame.parent.names !== null ? `${pathOf(frame.parent)}.${frame.key}` : `${pathOf(frame.parent)}[]`;
+    const parts: string[] = [];
+    for (let at: Frame = frame; at.parent !== null; at = at.parent) parts.push(at.parent.names !== null ? `.${at.key}` : '[]');
+    const kept = parts.length > MAX_PATH_PARTS ? [...parts.slice(0, MAX_PATH_PARTS).reverse()] : parts.reverse();
+    return `${parts.length > MAX_PATH_PARTS ? '$...' : '$'}${kept.join('')}`;
   };
   let top = null as Frame | null;
   for (let i = 0; i < text.length; i += 1) {

@@ -1,40 +1,76 @@
 /**
  * The service's HTTP front: `POST /webhooks` (GitHub deliveries, through the
  * intake), `GET /healthz` (the process answers) and `GET /readyz` (what the
- * caller's `ready()` says). Answers are small JSON objects; the status of a
- * webhook answer is a pure function of the intake's outcome.
+ * caller's `ready()` says, within `readyTimeoutMs`). Answers are small JSON
+ * objects; the status of a webhook answer is a pure function of the intake's
+ * outcome.
  *
- * The body is read up to `maxBodyBytes` (GitHub caps deliveries at 25 MiB).
- * Past the limit (by Content-Length, or by counting a chunked body) the
- * answer is 413 at once, nothing read is kept and the intake is not called;
- * the rest of the body is discarded without being kept, up to as much again,
- * so that the client reads the answer, and past that the connection is cut.
+ * Before any of a webhook body is read: a Content-Length over `maxBodyBytes`
+ * (GitHub caps deliveries at 25 MiB) is 413, and a missing X-Hub-Signature-256,
+ * or one that is not `sha256=` and 64 lowercase hex digits (the only form the
+ * signature check can accept), is 401. A body is then read up to the limit
+ * (a chunked body past it is 413), and all the bodies being read, none of them
+ * verified yet, share one budget of `maxBufferedBytes`: a request whose next
+ * chunk would pass it is 503 with `Retry-After`. After a 401, 413 or 503
+ * nothing read is kept and the intake is not called; the rest of the body is
+ * discarded without being kept, up to as much again as the limit, so that the
+ * client reads the answer, and past that the connection is cut.
+ *
+ * Timeouts are explicit (`headersTimeoutMs`, `requestTimeoutMs`), and
+ * `close()` does not wait on clients: it stops accepting, lets the deliveries
+ * already handed to the intake get their answers (their group commits), then
+ * cuts every connection left (idle, half-sent headers, a body that never comes).
+ *
+ * Text from headers and payloads reaches the log only through `logText`
+ * (secret-looking parts redacted, cut to 200 characters).
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
-import { errorMessage } from '../core/index.js';
-import type { DeliveryFacts, IntakeOutcome, WebhookIntake } from './intake.js';
+import { ProofgateError, errorMessage } from '../core/index.js';
+import { logText, type DeliveryFacts, type IntakeOutcome, type WebhookIntake } from './intake.js';
 import { WEBHOOK_PATH } from './manifest.js';
 
 /** GitHub's cap on a webhook payload. */
 export const DEFAULT_MAX_BODY_BYTES = 25 * 1024 * 1024;
+/** Bodies being read, unverified, may hold this many times `maxBodyBytes` together by default. */
+export const DEFAULT_BUFFERED_BODIES = 4;
+/** Longest a request may take to arrive, headers and body (GitHub gives up on a delivery after 10 s). */
+export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
+/** Longest a request's headers may take to arrive. */
+export const DEFAULT_HEADERS_TIMEOUT_MS = 10_000;
+/** Longest /readyz waits for `ready()` before answering 503. */
+export const DEFAULT_READY_TIMEOUT_MS = 2_000;
 
 export interface ServiceServerOptions {
   readonly host: string;
   /** 0 picks a free port (see `url`). */
   readonly port: number;
-  readonly intake: WebhookIntake;
+  /** The webhook intake; without one (`proofgate serve --repo`: a local repository) there is no webhook route and `/webhooks` is 404. */
+  readonly intake?: WebhookIntake;
   /** Whether the service can take work (database and queue reachable); /readyz answers 503 while false or failing. */
   readonly ready: () => Promise<boolean>;
   readonly logger: Logger;
+  /** Largest webhook body (default `DEFAULT_MAX_BODY_BYTES`). */
   readonly maxBodyBytes?: number;
+  /** Bytes all webhook bodies being read (before their signature is checked) may hold together; default 4 x `maxBodyBytes`, at least `maxBodyBytes`. */
+  readonly maxBufferedBytes?: number;
+  /** Node's `server.requestTimeout`: a request not received in full by then is answered 408 and its connection closed (default 30 s). */
+  readonly requestTimeoutMs?: number;
+  /** Node's `server.headersTimeout`: the same for the headers alone (default 10 s, at most `requestTimeoutMs`). */
+  readonly headersTimeoutMs?: number;
+  /** How long /readyz waits for `ready()`; past it, 503 (default 2 s). */
+  readonly readyTimeoutMs?: number;
 }
 
 export interface ServiceServer {
   /** `http://host:port` as bound. */
   readonly url: string;
-  /** Stop listening, let requests in progress get their answers, then resolve. */
+  /**
+   * Stop accepting connections, let every delivery already handed to the intake
+   * get its answer (its group commits), then cut all connections left (idle ones,
+   * half-sent headers, bodies still being read) and resolve.
+   */
   close(): Promise<void>;
 }
 
@@ -69,7 +105,8 @@ export function webhookAnswer(outcome: IntakeOutcome): Answer {
   }
 }
 
-type BodyRead = { readonly kind: 'body'; readonly bytes: Buffer } | { readonly kind: 'too-large' } | { readonly kind: 'aborted' };
+type BodyRead =
+  { readonly kind: 'body'; readonly bytes: Buffer } | { readonly kind: 'too-large' } | { readonly kind: 'over-budget' } | { readonly kind: 'aborted' };
 
 /** The declared length is over the limit (a missing or unreadable header is not). */
 function declaredTooLarge(req: IncomingMessage, limit: number): boolean {
@@ -77,8 +114,49 @@ function declaredTooLarge(req: IncomingMessage, limit: number): boolean {
   return declared !== undefined && /^\d+$/.test(declared) && Number(declared) > limit;
 }
 
-function readBody(req: IncomingMessage, limit: number): Promise<BodyRead> {
-  if (declaredTooLarge(req, limit)) return Promise.resolve({ kind: 'too-large' });
+/**
+ * Why the signature header cannot match any body, or null when it may. Pure.
+ * `verifyWebhookDelivery` compares the header's (first) value byte for byte
+ * with `sha256=` and the lowercase hex HMAC, so any other shape is refused
+ * there too: refusing it here, before the body is read, refuses nothing it
+ * would take.
+ */
+export function signatureShapeProblem(headers: IncomingMessage['headers']): string | null {
+  const value = headers['x-hub-signature-256'];
+  const text = Array.isArray(value) ? value[0] : value;
+  if (text === undefined || text === '') return 'webhook delivery has no X-Hub-Signature-256 header';
+  return /^sha256=[0-9a-f]{64}$/.test(text) ? null : 'X-Hub-Signature-256 is not sha256= and 64 lowercase hex digits';
+}
+
+/** Bytes of webhook bodies held before their signature is checked, shared by all requests. */
+interface BodyBudget {
+  /** Take `bytes` more for `hold`; false (nothing taken) when that would pass the budget. */
+  take(hold: Hold, bytes: number): boolean;
+  /** Give back all that `hold` took. Safe to call more than once. */
+  release(hold: Hold): void;
+}
+
+interface Hold {
+  bytes: number;
+}
+
+function bodyBudget(max: number): BodyBudget {
+  let held = 0;
+  return {
+    take(hold, bytes) {
+      if (held + bytes > max) return false;
+      held += bytes;
+      hold.bytes += bytes;
+      return true;
+    },
+    release(hold) {
+      held -= hold.bytes;
+      hold.bytes = 0;
+    },
+  };
+}
+
+function readBody(req: IncomingMessage, limit: number, budget: BodyBudget, hold: Hold): Promise<BodyRead> {
   return new Promise((resolve) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -86,22 +164,26 @@ function readBody(req: IncomingMessage, limit: number): Promise<BodyRead> {
       req.off('data', onData);
       req.off('end', onEnd);
       req.off('aborted', onAborted);
+      req.off('close', onAborted);
+      if (result.kind !== 'body') {
+        chunks.length = 0;
+        budget.release(hold);
+      }
       resolve(result);
     };
     const onData = (chunk: Buffer): void => {
       size += chunk.length;
-      if (size > limit) {
-        chunks.length = 0;
-        done({ kind: 'too-large' });
-        return;
-      }
-      chunks.push(chunk);
+      if (size > limit) done({ kind: 'too-large' });
+      else if (!budget.take(hold, chunk.length)) done({ kind: 'over-budget' });
+      else chunks.push(chunk);
     };
     const onEnd = (): void => done({ kind: 'body', bytes: Buffer.concat(chunks, size) });
     const onAborted = (): void => done({ kind: 'aborted' });
     req.on('data', onData);
     req.on('end', onEnd);
     req.on('aborted', onAborted);
+    // A connection cut by a timeout or by close(): the body will not end.
+    req.on('close', onAborted);
   });
 }
 
@@ -121,11 +203,18 @@ function send(res: ServerResponse, answer: Answer, extraHeaders: Record<string, 
   res.end(text);
 }
 
-/** A header value fit for a log line (unverified input: bounded). */
+/** A header value fit for a log line (unverified input: redacted and bounded). */
 function headerText(req: IncomingMessage, name: string): string | null {
   const value = req.headers[name];
   const text = Array.isArray(value) ? value[0] : value;
-  return text === undefined ? null : text.slice(0, 200);
+  return text === undefined ? null : logText(text);
+}
+
+const orNull = (text: string | null): string | null => (text === null ? null : logText(text));
+
+function positiveInteger(name: string, value: number): number {
+  if (!Number.isSafeInteger(value) || value < 1) throw new ProofgateError('CONFIG', `${name} must be an integer >= 1`);
+  return value;
 }
 
 function factsOf(outcome: IntakeOutcome): DeliveryFacts | null {
@@ -144,36 +233,103 @@ function factsOf(outcome: IntakeOutcome): DeliveryFacts | null {
 
 export async function createServiceServer(options: ServiceServerOptions): Promise<ServiceServer> {
   const { intake, logger } = options;
-  const limit = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  const limit = positiveInteger('maxBodyBytes', options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES);
+  const maxBuffered = positiveInteger('maxBufferedBytes', options.maxBufferedBytes ?? DEFAULT_BUFFERED_BODIES * limit);
+  if (maxBuffered < limit) throw new ProofgateError('CONFIG', 'maxBufferedBytes must be at least maxBodyBytes');
+  const requestTimeout = positiveInteger('requestTimeoutMs', options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS);
+  const headersTimeout = positiveInteger('headersTimeoutMs', options.headersTimeoutMs ?? Math.min(DEFAULT_HEADERS_TIMEOUT_MS, requestTimeout));
+  if (headersTimeout > requestTimeout) throw new ProofgateError('CONFIG', 'headersTimeoutMs must be at most requestTimeoutMs');
+  const readyTimeout = positiveInteger('readyTimeoutMs', options.readyTimeoutMs ?? DEFAULT_READY_TIMEOUT_MS);
+  const budget = bodyBudget(maxBuffered);
+  /** Deliveries handed to the intake whose answers are not sent yet: close() waits for these, and only these. */
+  const answering = new Set<Promise<void>>();
+  let stopping = false;
 
-  const tooLarge = (req: IncomingMessage, res: ServerResponse): void => {
+  /** Answer before (or instead of) reading the body, and throw the rest of it away. */
+  const refuseBody = (
+    req: IncomingMessage,
+    res: ServerResponse,
+    answer: Answer,
+    message: string,
+    extra: Record<string, unknown> = {},
+    headers: Record<string, string> = {},
+  ): void => {
     logger.warn(
-      { deliveryId: headerText(req, 'x-github-delivery'), event: headerText(req, 'x-github-event'), status: 413, limit },
-      'webhook body over the limit',
+      {
+        deliveryId: headerText(req, 'x-github-delivery'),
+        event: headerText(req, 'x-github-event'),
+        status: answer.status,
+        outcome: answer.body.outcome,
+        ...extra,
+      },
+      message,
     );
-    send(res, { status: 413, body: { accepted: false, outcome: 'too-large', error: `the body is over ${limit} bytes` } });
+    send(res, answer, headers);
     discardRest(req, limit);
   };
 
-  const webhook = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    const read = await readBody(req, limit);
+  const tooLarge = (req: IncomingMessage, res: ServerResponse): void =>
+    refuseBody(
+      req,
+      res,
+      { status: 413, body: { accepted: false, outcome: 'too-large', error: `the body is over ${limit} bytes` } },
+      'webhook body over the limit',
+      { limit },
+    );
+
+  const webhook = async (req: IncomingMessage, res: ServerResponse, intake: WebhookIntake): Promise<void> => {
+    if (stopping) {
+      send(res, { status: 503, body: { accepted: false, outcome: 'stopping', error: 'the service is stopping' } }, { 'retry-after': '1', connection: 'close' });
+      req.resume();
+      return;
+    }
+    if (declaredTooLarge(req, limit)) {
+      tooLarge(req, res);
+      return;
+    }
+    const unsigned = signatureShapeProblem(req.headers);
+    if (unsigned !== null) {
+      refuseBody(req, res, { status: 401, body: { accepted: false, outcome: 'unauthenticated', error: unsigned } }, 'webhook delivery refused', {
+        reason: unsigned,
+      });
+      return;
+    }
+    const hold: Hold = { bytes: 0 };
+    const read = await readBody(req, limit, budget, hold);
     if (read.kind === 'aborted') return;
     if (read.kind === 'too-large') {
       tooLarge(req, res);
       return;
     }
-    const outcome = await intake.receive(req.headers, read.bytes);
+    if (read.kind === 'over-budget') {
+      const answer: Answer = { status: 503, body: { accepted: false, outcome: 'busy', error: 'too many webhook bodies are being received; retry later' } };
+      refuseBody(req, res, answer, 'webhook bodies over the memory budget', { maxBufferedBytes: maxBuffered }, { 'retry-after': '1' });
+      return;
+    }
+    let pending: Promise<IntakeOutcome>;
+    try {
+      pending = intake.receive(req.headers, read.bytes);
+    } finally {
+      // receive checks the signature before it returns: the bytes are no longer unverified.
+      budget.release(hold);
+    }
+    // close() waits for this delivery: its group's commit, then its answer sent (or its connection gone).
+    const answered = new Promise<void>((resolve) => res.once('close', () => resolve()));
+    const tracked = Promise.allSettled([pending, answered]).then(() => undefined);
+    answering.add(tracked);
+    void tracked.then(() => answering.delete(tracked));
+    const outcome = await pending;
     const answer = webhookAnswer(outcome);
     const facts = factsOf(outcome);
     const line = {
-      deliveryId: facts?.deliveryId ?? headerText(req, 'x-github-delivery'),
-      event: facts?.eventName ?? headerText(req, 'x-github-event'),
-      action: facts?.action ?? null,
+      deliveryId: facts === null ? headerText(req, 'x-github-delivery') : logText(facts.deliveryId),
+      event: facts === null ? headerText(req, 'x-github-event') : logText(facts.eventName),
+      action: orNull(facts?.action ?? null),
       installationId: facts?.installationId ?? null,
-      repository: facts?.repository ?? null,
+      repository: orNull(facts?.repository ?? null),
       status: answer.status,
       outcome: outcome.kind,
-      ...('reason' in outcome && outcome.kind !== 'duplicate' ? { reason: outcome.reason } : {}),
+      ...('reason' in outcome && outcome.kind !== 'duplicate' ? { reason: logText(outcome.reason, 500) } : {}),
     };
     if (answer.status >= 500) logger.error(line, 'webhook delivery not recorded');
     else if (answer.status >= 400) logger.warn(line, 'webhook delivery refused');
@@ -183,10 +339,16 @@ export async function createServiceServer(options: ServiceServerOptions): Promis
 
   const readyz = async (res: ServerResponse): Promise<void> => {
     let ready = false;
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), readyTimeout)));
     try {
-      ready = await options.ready();
+      const answer = await Promise.race([Promise.resolve().then(() => options.ready()), late]);
+      if (answer === 'late') logger.warn({ timeoutMs: readyTimeout }, 'readiness check did not answer in time');
+      else ready = answer;
     } catch (error) {
       logger.warn({ err: errorMessage(error) }, 'readiness check failed');
+    } finally {
+      clearTimeout(timer);
     }
     send(res, ready ? { status: 200, body: { status: 'ready' } } : { status: 503, body: { status: 'not-ready' } });
   };
@@ -202,7 +364,8 @@ export async function createServiceServer(options: ServiceServerOptions): Promis
     };
     switch (path) {
       case WEBHOOK_PATH:
-        if (only('POST')) await webhook(req, res);
+        if (intake === undefined) break;
+        if (only('POST')) await webhook(req, res, intake);
         return;
       case '/healthz':
         if (only('GET')) send(res, { status: 200, body: { status: 'ok' } });
@@ -210,19 +373,22 @@ export async function createServiceServer(options: ServiceServerOptions): Promis
       case '/readyz':
         if (only('GET')) await readyz(res);
         return;
-      default:
-        send(res, { status: 404, body: { error: `no such path: ${path}` } });
-        req.resume();
     }
+    send(res, { status: 404, body: { error: `no such path: ${path}` } });
+    req.resume();
   };
 
-  const server: Server = createServer((req, res) => {
-    handle(req, res).catch((error: unknown) => {
-      logger.error({ deliveryId: headerText(req, 'x-github-delivery'), err: errorMessage(error) }, 'request failed');
-      if (!res.headersSent) send(res, { status: 500, body: { error: 'internal error' } });
-      else res.destroy();
-    });
-  });
+  const server: Server = createServer(
+    // Node checks both timeouts every `connectionsCheckingInterval` (30 s by default): often enough here that they hold.
+    { requestTimeout, headersTimeout, connectionsCheckingInterval: Math.min(1000, headersTimeout) },
+    (req, res) => {
+      handle(req, res).catch((error: unknown) => {
+        logger.error({ deliveryId: headerText(req, 'x-github-delivery'), err: errorMessage(error) }, 'request failed');
+        if (!res.headersSent) send(res, { status: 500, body: { error: 'internal error' } });
+        else res.destroy();
+      });
+    },
+  );
   // `Expect: 100-continue`: refuse an oversized body before the client sends it.
   server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
     if (declaredTooLarge(req, limit)) {
@@ -244,13 +410,19 @@ export async function createServiceServer(options: ServiceServerOptions): Promis
   const address = server.address() as AddressInfo;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   let closing: Promise<void> | null = null;
+  const stop = async (): Promise<void> => {
+    stopping = true;
+    const closed = new Promise<void>((resolve, reject) => server.close((error) => (error ? reject(error) : resolve())));
+    server.closeIdleConnections();
+    // Deliveries whose bodies were in full when close() began (or that finish arriving meanwhile) are answered; then nobody is waited for.
+    while (answering.size > 0) await Promise.allSettled([...answering]);
+    server.closeAllConnections();
+    await closed;
+  };
   return {
     url: `http://${host}:${address.port}`,
     close(): Promise<void> {
-      closing ??= new Promise<void>((resolve, reject) => {
-        server.close((error) => (error ? reject(error) : resolve()));
-        server.closeIdleConnections();
-      });
+      closing ??= stop();
       return closing;
     },
   };

@@ -15,3 +15,5 @@ export { DELIVERY_BODY_TYPE, DELIVERY_RECORD_TYPE, INTAKE_STREAM_PREFIX, createW
 export type { AcceptedDelivery, DeliveryFacts, DeliverySink, IntakeObservation, IntakeOutcome, WebhookIntake, WebhookIntakeOptions } from './intake.js';
 export { DEFAULT_MAX_BODY_BYTES, createServiceServer, webhookAnswer } from './http.js';
 export type { Answer, ServiceServer, ServiceServerOptions } from './http.js';
+export { parseRefList, refMoves, refWakes, startLocalService } from './local.js';
+export type { LocalService, LocalServiceOptions, RefMove, RefWake } from './local.js';

@@ -17,9 +17,15 @@
  * delivery is answered `duplicate` and the rest of the group is written
  * again. The names are the ones `storeDeliveryLedger` uses, so both see each
  * other's claims.
+ *
+ * A `ping` is claimed too, by its body digest only (it has no record and is
+ * never handed on): `X-GitHub-Event` is not signed, so without the claim a
+ * captured ping body could be sent again under another event name and be
+ * taken as that event. Once claimed, the same body under any event name is a
+ * duplicate.
  */
 import pino, { type Logger } from 'pino';
-import { ProofgateError, errorMessage, isProofgateError, newId, type JsonValue } from '../core/index.js';
+import { ProofgateError, errorMessage, isProofgateError, newId, redactSecrets, type JsonValue } from '../core/index.js';
 import { deliveryClaimIds, verifyWebhookDelivery, type VerifiedDelivery, type WebhookHeaders } from '../forge/github/webhooks.js';
 import type { GitHubForgeEvent, IgnoredDelivery } from '../forge/github/webhook-events.js';
 import type { EventStore, NewEvent } from '../storage/ports.js';
@@ -30,6 +36,24 @@ export const INTAKE_STREAM_PREFIX = 'github-intake:';
 export const DELIVERY_RECORD_TYPE = 'github-delivery';
 /** Type of the event that claims a delivery's body digest. */
 export const DELIVERY_BODY_TYPE = 'github-delivery-body';
+
+/** The reasons given (answer and log) for a signed body proofgate cannot read: fixed text, never the parser's message, which quotes the body. */
+export const NOT_JSON_REASON = 'the body is not valid JSON';
+export const NOT_UTF8_REASON = 'the body is not UTF-8';
+
+/** Longest text taken from a header or a payload into a log line. */
+export const LOG_TEXT_LIMIT = 200;
+
+/**
+ * Text from a header or a payload made fit for a log line: secret-looking
+ * parts redacted by the one catalogue, then cut to `limit` characters. The
+ * text is cut to a window well past the limit before it is scanned (a
+ * payload string may be megabytes long), so a secret that starts within the
+ * limit is still whole when it is redacted. Pure.
+ */
+export function logText(text: string, limit = LOG_TEXT_LIMIT): string {
+  return redactSecrets(text.slice(0, limit + 4096)).slice(0, limit);
+}
 
 /** What the logs and answers say about a delivery (never its body). */
 export interface DeliveryFacts {
@@ -131,12 +155,20 @@ export function deliveryEvents(verified: VerifiedDelivery, facts: DeliveryFacts)
   ];
 }
 
+/** The one event that claims a ping: its body digest (a ping has no record and no delivery-id claim). Pure. */
+export function pingEvents(verified: VerifiedDelivery): [NewEvent] {
+  return [{ id: deliveryClaimIds(verified.key).body, type: DELIVERY_BODY_TYPE, data: {} }];
+}
+
 /** Errors that mean the record itself is refused, so that writing it again cannot succeed. */
 const REFUSALS = new Set(['POLICY_VIOLATION', 'KNOWN_SECRET', 'NON_JSON_VALUE', 'INVALID_INPUT']);
 
 interface Member {
   readonly verified: VerifiedDelivery;
   readonly facts: DeliveryFacts;
+  /** A ping is claimed (its body) but has no record, is not handed on and is answered `ping`. */
+  readonly ping: boolean;
+  /** Its claims: the record (whose id is the delivery-id claim) and the body claim; a ping's body claim alone. */
   readonly events: readonly NewEvent[];
   readonly settle: (outcome: IntakeOutcome) => void;
 }
@@ -145,6 +177,11 @@ type Written =
   { readonly kind: 'committed'; readonly streamId: string } | { readonly kind: 'duplicate' } | { readonly kind: 'failed'; readonly error: unknown };
 
 const silent = pino({ level: 'silent' });
+
+/** `verifyWebhookDelivery`'s error for a body that is not UTF-8 (an INVALID_INPUT, for historical reasons). */
+function isNotUtf8(error: unknown): boolean {
+  return isProofgateError(error, 'INVALID_INPUT') && / is not UTF-8$/.test(error.message);
+}
 
 export function createWebhookIntake(options: WebhookIntakeOptions): WebhookIntake {
   if (options.secret === '') throw new ProofgateError('CONFIG', 'webhook secret is empty');
@@ -196,7 +233,7 @@ export function createWebhookIntake(options: WebhookIntakeOptions): WebhookIntak
     const twins = new Map<Member, Member>();
     const unique: Member[] = [];
     for (const m of group) {
-      const earlier = firstByKey.get(m.events[0]!.id) ?? firstByKey.get(m.events[1]!.id);
+      const earlier = m.events.map((e) => firstByKey.get(e.id)).find((found) => found !== undefined);
       if (earlier !== undefined) {
         twins.set(m, earlier);
         continue;
@@ -207,11 +244,15 @@ export function createWebhookIntake(options: WebhookIntakeOptions): WebhookIntak
     const written = await write(unique);
     let accepted = 0;
     let duplicates = 0;
+    let pings = 0;
     let failure: unknown;
     for (const m of group) {
       const own = written.get(m);
       const w: Written = own ?? written.get(twins.get(m)!)!;
-      if (own !== undefined && w.kind === 'committed') {
+      if (own !== undefined && w.kind === 'committed' && m.ping) {
+        pings += 1;
+        m.settle({ kind: 'ping', facts: m.facts });
+      } else if (own !== undefined && w.kind === 'committed') {
         accepted += 1;
         const delivery: AcceptedDelivery = {
           ...m.facts,
@@ -223,7 +264,7 @@ export function createWebhookIntake(options: WebhookIntakeOptions): WebhookIntak
           options.sink(delivery);
         } catch (error) {
           // The record is committed: the work is not lost to the store (the reconciliation pass finds it).
-          logger.error({ deliveryId: m.facts.deliveryId, event: m.facts.eventName, err: errorMessage(error) }, 'webhook sink failed');
+          logger.error({ deliveryId: logText(m.facts.deliveryId), event: logText(m.facts.eventName), err: errorMessage(error) }, 'webhook sink failed');
         }
         m.settle({ kind: 'accepted', delivery });
       } else if (w.kind === 'failed') {
@@ -240,7 +281,7 @@ export function createWebhookIntake(options: WebhookIntakeOptions): WebhookIntak
       logger.error({ size: group.length, err: errorMessage(failure) }, 'webhook deliveries not recorded');
       observe({ kind: 'failed', size: group.length, reason: errorMessage(failure) });
     }
-    if (accepted + duplicates > 0) observe({ kind: 'committed', size: group.length, accepted, duplicates });
+    if (accepted + duplicates + pings > 0) observe({ kind: 'committed', size: group.length, accepted, duplicates });
   };
 
   const run = async (): Promise<void> => {
@@ -283,14 +324,17 @@ export function createWebhookIntake(options: WebhookIntakeOptions): WebhookIntak
         });
       } catch (error) {
         if (isProofgateError(error, 'WEBHOOK_SIGNATURE')) return Promise.resolve({ kind: 'unauthenticated', reason: error.message });
-        if (isProofgateError(error, 'INVALID_INPUT') || isProofgateError(error, 'INVALID_JSON'))
-          return Promise.resolve({ kind: 'invalid', reason: error.message });
+        // The parser's message quotes the body around the fault: a fixed reason instead.
+        if (isNotUtf8(error)) return Promise.resolve({ kind: 'invalid', reason: NOT_UTF8_REASON });
+        if (isProofgateError(error, 'INVALID_JSON')) return Promise.resolve({ kind: 'invalid', reason: NOT_JSON_REASON });
+        // The other INVALID_INPUT messages name a missing header or a payload field path, never a value.
+        if (isProofgateError(error, 'INVALID_INPUT')) return Promise.resolve({ kind: 'invalid', reason: error.message });
         return Promise.reject(error);
       }
       const facts = deliveryFacts(verified);
-      if (verified.eventName === 'ping') return Promise.resolve({ kind: 'ping', facts });
-      const events = deliveryEvents(verified, facts);
-      return new Promise((settle) => enqueue({ verified, facts, events, settle }));
+      const ping = verified.eventName === 'ping';
+      const events = ping ? pingEvents(verified) : deliveryEvents(verified, facts);
+      return new Promise((settle) => enqueue({ verified, facts, ping, events, settle }));
     },
   };
 }

@@ -22,9 +22,9 @@
  * checks say more plainly than a schema's issue list would.
  */
 import { createPrivateKey } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
-import { ProofgateError, errorMessage } from '../core/index.js';
+import { ProofgateError } from '../core/index.js';
 
 /** An environment: `process.env` in the command, a plain object in tests. */
 export type Environment = Readonly<Record<string, string | undefined>>;
@@ -145,10 +145,32 @@ function appIdFrom(text: string): number {
   return id;
 }
 
+/** A GitHub App key is a few KiB: a bigger file is not one (and is not read whole). */
+const MAX_KEY_FILE_BYTES = 64 * 1024;
+
+/**
+ * Read the key file: a regular file of at most 64 KiB. Opened non-blocking
+ * and checked before reading, so a FIFO or a device (`/dev/zero`) named by
+ * mistake is refused instead of hanging or reading without end.
+ */
 function readKeyFileUtf8(path: string): string {
-  return readFileSync(path, 'utf8');
+  const fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
+  try {
+    const stat = fstatSync(fd);
+    if (stat.isDirectory()) throw Object.assign(new Error('a directory'), { code: 'EISDIR' });
+    if (!stat.isFile()) throw Object.assign(new Error('not a regular file'), { code: 'ENOTREG' });
+    if (stat.size > MAX_KEY_FILE_BYTES) throw Object.assign(new Error('too large'), { code: 'EFBIG' });
+    return readFileSync(fd, 'utf8');
+  } finally {
+    closeSync(fd);
+  }
 }
 
+/**
+ * The key file's text. The message names the variable and the reason, never
+ * the path: a key pasted into the `_FILE` variable by mistake would
+ * otherwise be printed whole (the operator knows what they set).
+ */
 function readKey(path: string, readKeyFile: (path: string) => string): string {
   try {
     return readKeyFile(path);
@@ -161,8 +183,14 @@ function readKey(path: string, readKeyFile: (path: string) => string): string {
           ? 'it is a directory'
           : code === 'EACCES' || code === 'EPERM'
             ? 'permission denied'
-            : errorMessage(error).slice(0, 200);
-    throw configError(`${SETTING.privateKeyFile}: cannot read ${JSON.stringify(path)}: ${why}`, SETTING.privateKeyFile);
+            : code === 'ENOTREG'
+              ? 'it is not a regular file'
+              : code === 'EFBIG'
+                ? `it is larger than ${MAX_KEY_FILE_BYTES / 1024} KiB`
+                : code === 'ENAMETOOLONG'
+                  ? 'the path is too long'
+                  : `it cannot be read (${typeof code === 'string' ? code : 'unknown error'})`;
+    throw configError(`${SETTING.privateKeyFile}: the file it names cannot be used: ${why}`, SETTING.privateKeyFile);
   }
 }
 
@@ -310,7 +338,8 @@ function pathFlag(text: string | undefined, flag: string): string | null {
  * error even when a flag overrides it.
  */
 export function serveOptionsFrom(flags: ServeFlags, env: Environment, effects: SettingsEffects = {}): ServeOptions {
-  const port = integerFlag(flags.port, '--port', 1, 65535, SERVE_DEFAULTS.port);
+  // 0 asks the system for a free port (the service logs the one it got).
+  const port = integerFlag(flags.port, '--port', 0, 65535, SERVE_DEFAULTS.port);
   const host = hostFlag(flags.host);
   const workers = integerFlag(flags.workers, '--workers', 1, MAX_WORKERS, SERVE_DEFAULTS.workers);
   const data = pathFlag(flags.data, '--data');

@@ -155,6 +155,9 @@ describe('member names that JavaScript treats specially, and duplicates', () => 
     expect(() => parseJson('{"a":1,"\\u0061":2}')).toThrow(/member name \$\.a occurs twice/);
     expect(() => parseJson('{"x":{"c":{"d":1,"d":2}}}')).toThrow(/member name \$\.x\.c\.d occurs twice/);
     expect(() => parseJson('{"x":[[{"e":1}],{"f":{"g":1,"g":2}}]}')).toThrow(/member name \$\.x\[\]\.f\.g occurs twice/);
+    // 100,000 levels deep: found without recursion, named by its innermost 32 levels.
+    const deep = `{"n":${'{"a":'.repeat(100_000)}{"x":1,"x":2}${'}'.repeat(100_000)}}`;
+    expect(() => parseJson(deep)).toThrow(new RegExp(`member name \\$\\.\\.\\.${'\\.a'.repeat(32)}\\.x occurs twice`));
     // Brackets, braces, commas and quotes inside strings are not structure; equal names in sibling objects are fine.
     expect(parseJson('{"a":"{\\"a\\":[1,2]}","b":[{"a":1},{"a":2}],"c":{"a":"]}"}}')).toEqual({ a: '{"a":[1,2]}', b: [{ a: 1 }, { a: 2 }], c: { a: ']}' } });
     expect(parseJson('{"a":{"a":1},"b":[{"a":1},{"a":2}]}')).toEqual({ a: { a: 1 }, b: [{ a: 1 }, { a: 2 }] });

@@ -163,14 +163,17 @@ describe('service HTTP: webhook intake', () => {
     expect(rig.logLines.join('\n')).not.toContain('"pull_request":{');
   });
 
-  it('answers a ping 200 and records nothing', async () => {
+  it('answers a ping 200 and records only its body claim; the same body again is a duplicate', async () => {
     const rig = await startRig();
     const ping = signDelivery('ping', fixture('ping', 'event.payload.json'), SECRET);
     const reply = await post(rig, ping.headers, ping.body);
     expect(reply.status).toBe(200);
     expect(reply.json).toMatchObject({ outcome: 'ping', deliveryId: ping.deliveryId });
     expect(rig.sunk).toEqual([]);
-    expect(await recorded(rig.storage)).toEqual([]);
+    expect((await recorded(rig.storage)).map((e) => e.type)).toEqual(['github-delivery-body']);
+    const again = await post(rig, { ...ping.headers, 'x-github-delivery': randomUUID() }, ping.body);
+    expect(again).toMatchObject({ status: 200, json: { outcome: 'duplicate' } });
+    expect(rig.sunk).toEqual([]);
   });
 
   it('records an installation event and hands it on with its installation', async () => {

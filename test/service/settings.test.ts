@@ -1,4 +1,5 @@
 import { generateKeyPairSync } from 'node:crypto';
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -194,10 +195,27 @@ describe('serviceSettingsFrom: every malformed setting is one CONFIG line naming
     expect(error.message).toContain('PROOFGATE_GITHUB_PRIVATE_KEY and PROOFGATE_GITHUB_PRIVATE_KEY_FILE are both set');
   });
 
-  it('a missing key file says so, with its path (a path is not a secret)', () => {
+  it('a missing key file says so without quoting the path (a key pasted there by mistake would be printed)', () => {
     const path = join(dir, 'nowhere.pem');
     const error = failure(() => serviceSettingsFrom({ ...withoutKey, PROOFGATE_GITHUB_PRIVATE_KEY_FILE: path }));
-    expect(error.message).toBe(`PROOFGATE_GITHUB_PRIVATE_KEY_FILE: cannot read ${JSON.stringify(path)}: no such file`);
+    expect(error.message).toBe('PROOFGATE_GITHUB_PRIVATE_KEY_FILE: the file it names cannot be used: no such file');
+  });
+
+  it('a FIFO, a device or a huge file named as the key file is refused at once, never read (no hang, no endless read)', () => {
+    const fifo = join(dir, 'key.fifo');
+    execFileSync('mkfifo', [fifo]);
+    const big = join(dir, 'big.pem');
+    writeFileSync(big, 'x'.repeat(65 * 1024));
+    const cases: [string, string][] = [
+      [fifo, 'it is not a regular file'],
+      ['/dev/zero', 'it is not a regular file'],
+      [dir, 'it is a directory'],
+      [big, 'it is larger than 64 KiB'],
+    ];
+    for (const [path, why] of cases) {
+      const error = failure(() => serviceSettingsFrom({ ...withoutKey, PROOFGATE_GITHUB_PRIVATE_KEY_FILE: path }));
+      expect(error.message).toBe(`PROOFGATE_GITHUB_PRIVATE_KEY_FILE: the file it names cannot be used: ${why}`);
+    }
   });
 
   it('the error carries the setting as data, for callers that branch on it', () => {
@@ -229,6 +247,7 @@ describe('serveOptionsFrom: the flags of proofgate serve with the environment', 
   });
 
   it('every flag given', () => {
+    expect(serveOptionsFrom({ port: '0' }, {}).port).toBe(0);
     const options = serveOptionsFrom({ port: '9000', host: '0.0.0.0', workers: '64', http: false, data: '/srv/pg', repo: '/src/project' }, { ...APP });
     expect(options).toMatchObject({
       port: 9000,
@@ -246,7 +265,6 @@ describe('serveOptionsFrom: the flags of proofgate serve with the environment', 
   });
 
   it.each([
-    [{ port: '0' }, '--port'],
     [{ port: '65536' }, '--port'],
     [{ port: '80a' }, '--port'],
     [{ port: '' }, '--port'],
@@ -294,7 +312,7 @@ describe('serveOptionsFrom: the flags of proofgate serve with the environment', 
   });
 
   it('flag errors (USAGE, exit 2) come before the environment (CONFIG, exit 1)', () => {
-    expect(usageOf({ port: '0' }, { PROOFGATE_GITHUB_APP_ID: 'abc' }).code).toBe('USAGE');
+    expect(usageOf({ port: '70000' }, { PROOFGATE_GITHUB_APP_ID: 'abc' }).code).toBe('USAGE');
     expect(usageOf({ port: '8080' }, { PROOFGATE_GITHUB_APP_ID: 'abc' })).toMatchObject({ code: 'CONFIG' });
   });
 

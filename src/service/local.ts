@@ -1,0 +1,341 @@
+/**
+ * `proofgate serve --repo DIR`: the long-running process for one local
+ * repository. It opens the local forge and the local automerge wiring
+ * (`openLocalAutomerge` with `restartOnEvents`), and adds what a one-shot
+ * command does not need:
+ *
+ * - Comments written by other processes (`proofgate change comment` in
+ *   another terminal, an agent using the library) are routed to the
+ *   automerge router. The CLI that posted a comment routes it too; the
+ *   ledger keys commands by comment id + updated_at and appends at the
+ *   revision it read, so whichever process applies a comment first runs its
+ *   commands and the other one skips them.
+ * - Ref moves. The local forge records a push only when it moved the branch
+ *   itself; a `git push`, `git commit` or `git reset` on a change's branch
+ *   leaves no forge event. So the service compares `git for-each-ref`
+ *   snapshots on a short interval (`refMoves` and `refWakes` are pure): a
+ *   moved head is a `change-synchronized` event for its change, a moved base
+ *   a `base-pushed` event, and the changes on that base with automerge on
+ *   and no job running here are started again.
+ * - At start, command comments that no process has applied yet are routed,
+ *   and changes whose automerge is on and not merged are started again.
+ * - HTTP (unless turned off): `/healthz`, and `/readyz`, ready while the
+ *   store answers and the service is not stopping. No webhook route.
+ * - `stop(graceMs)`: no new work is taken (no new job starts; joining a job
+ *   that runs is still allowed), running jobs get the grace period to end,
+ *   then the rest are interrupted (`ChangeJobs.close` aborts them: each ends
+ *   as `interrupted` at its next check of the signal, cancels the checks it
+ *   started, which are recorded cancelled and run again on the next start,
+ *   and releases its lease), and the stores close.
+ */
+import type { Logger } from 'pino';
+import { ProofgateError, errorMessage, type Clock } from '../core/index.js';
+import { automergeActive, ledgerKey } from '../automerge/ledger.js';
+import { parseCommands } from '../automerge/commands.js';
+import { openLocalAutomerge, type ChangeJobsOptions, type JobResult, type LocalAutomerge, type WaitSettings } from '../automerge/loop/index.js';
+import { openLocalForge, type ChangeRecord, type LocalForge } from '../forge/local/index.js';
+import type { ForgeComment } from '../forge/port.js';
+import { createServiceServer, type ServiceServer } from './http.js';
+
+export interface LocalServiceOptions {
+  /** The git repository to follow. */
+  readonly repoDir: string;
+  /** The data directory (default: the repository's, `.git/proofgate/`). */
+  readonly dataDir?: string;
+  readonly host: string;
+  /** 0 picks a free port (see `url`). */
+  readonly port: number;
+  /** False: nothing listens. */
+  readonly http: boolean;
+  readonly logger: Logger;
+  readonly clock?: Clock;
+  /** How often to look for other processes' events and for ref moves (default 500 ms). */
+  readonly pollMs?: number;
+  readonly waits?: Partial<WaitSettings>;
+  readonly jobs?: ChangeJobsOptions;
+}
+
+export interface LocalService {
+  /** `http://host:port` as bound, or null without HTTP. */
+  readonly url: string | null;
+  /** Resolves once the service has stopped and its stores are closed. */
+  readonly stopped: Promise<void>;
+  /**
+   * Stop taking work, give running jobs up to `graceMs` to end, interrupt the
+   * rest, close everything. A second call while stopping interrupts the
+   * running jobs at once. Resolves as `stopped` does.
+   */
+  stop(graceMs: number): Promise<void>;
+}
+
+/** A branch that moved between two snapshots; null: absent on that side. */
+export interface RefMove {
+  readonly ref: string;
+  readonly before: string | null;
+  readonly after: string | null;
+}
+
+/** What a ref move means for the open changes. */
+export type RefWake =
+  | { readonly kind: 'head'; readonly changeId: string; readonly ref: string; readonly headSha: string }
+  | { readonly kind: 'base'; readonly ref: string; readonly before: string | null; readonly after: string; readonly changeIds: readonly string[] };
+
+/** `git for-each-ref --format='%(objectname) %(refname)'` output as a map ref -> sha. Pure. */
+export function parseRefList(text: string): Map<string, string> {
+  const refs = new Map<string, string>();
+  for (const line of text.split('\n')) {
+    const match = /^([0-9a-f]{40}(?:[0-9a-f]{24})?) (refs\/\S+)$/.exec(line.trim());
+    if (match !== null) refs.set(match[2] as string, match[1] as string);
+  }
+  return refs;
+}
+
+/** The refs whose sha differs between two snapshots (created, moved or deleted), by ref name. Pure. */
+export function refMoves(before: ReadonlyMap<string, string>, after: ReadonlyMap<string, string>): RefMove[] {
+  const names = new Set([...before.keys(), ...after.keys()]);
+  const moves: RefMove[] = [];
+  for (const ref of [...names].sort()) {
+    const was = before.get(ref) ?? null;
+    const now = after.get(ref) ?? null;
+    if (was !== now) moves.push({ ref, before: was, after: now });
+  }
+  return moves;
+}
+
+/**
+ * The wakes of some ref moves for the open changes (pure): a moved head of an
+ * open change wakes that change; a moved base wakes every open change on it.
+ * A deleted branch wakes nothing (the change's next turn finds it gone).
+ */
+export function refWakes(moves: readonly RefMove[], open: readonly Pick<ChangeRecord, 'changeId' | 'headRef' | 'baseRef'>[]): RefWake[] {
+  const wakes: RefWake[] = [];
+  for (const move of moves) {
+    if (move.after === null || !move.ref.startsWith('refs/heads/')) continue;
+    const branch = move.ref.slice('refs/heads/'.length);
+    for (const change of open) {
+      if (change.headRef === branch) wakes.push({ kind: 'head', changeId: change.changeId, ref: move.ref, headSha: move.after });
+    }
+    const onBase = open.filter((change) => change.baseRef === branch).map((change) => change.changeId);
+    if (onBase.length > 0) wakes.push({ kind: 'base', ref: move.ref, before: move.before, after: move.after, changeIds: onBase });
+  }
+  return wakes;
+}
+
+const ZERO_OID = '0000000000000000000000000000000000000000';
+
+async function branchRefs(forge: LocalForge): Promise<Map<string, string>> {
+  return parseRefList(await forge.repo.text(['for-each-ref', '--format=%(objectname) %(refname)', 'refs/heads/']));
+}
+
+/** Resolves after `ms`, or at once when the signal aborts. */
+function pause(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const done = (): void => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done);
+  });
+}
+
+interface Deferred {
+  readonly promise: Promise<void>;
+  resolve(): void;
+}
+
+function deferred(): Deferred {
+  let resolve!: () => void;
+  const promise = new Promise<void>((done) => (resolve = done));
+  return { promise, resolve };
+}
+
+/** A promise settled from outside (the end of a shutdown). */
+function settled(): Deferred & { reject(error: unknown): void } {
+  let resolve!: () => void;
+  let reject!: (error: unknown) => void;
+  const promise = new Promise<void>((done, fail) => {
+    resolve = done;
+    reject = fail;
+  });
+  return { promise, resolve, reject };
+}
+
+function jobOutcome(result: JobResult): Record<string, unknown> {
+  return result.kind === 'ran'
+    ? { outcome: result.outcome.kind, reason: result.outcome.reason, head: result.outcome.head, mergeCommit: result.outcome.mergeCommit }
+    : { outcome: 'held-elsewhere', holder: result.holder.owner };
+}
+
+export async function startLocalService(options: LocalServiceOptions): Promise<LocalService> {
+  const { logger } = options;
+  const pollMs = options.pollMs ?? 500;
+  const opened = await openLocalForge({ repoDir: options.repoDir, ...(options.dataDir === undefined ? {} : { dataDir: options.dataDir }) });
+  const { forge } = opened;
+  let automerge: LocalAutomerge | null = null;
+  let server: ServiceServer | null = null;
+  let stopping = false;
+  const work = new AbortController();
+  try {
+    automerge = await openLocalAutomerge({
+      forge,
+      dataDir: opened.dataDir,
+      restartOnEvents: true,
+      eventPollMs: pollMs,
+      onProgress: (progress) => logger.info({ changeId: progress.changeId, text: progress.text }, 'progress'),
+      ...(options.clock === undefined ? {} : { clock: options.clock }),
+      ...(options.waits === undefined ? {} : { waits: options.waits }),
+      jobs: {
+        ...options.jobs,
+        onJob: (changeId, done) => {
+          logger.info({ changeId }, 'job started');
+          done.then(
+            (result) => logger.info({ changeId, ...jobOutcome(result) }, 'job ended'),
+            (error: unknown) => logger.error({ changeId, err: errorMessage(error) }, 'job failed'),
+          );
+        },
+      },
+    });
+    const am: LocalAutomerge = automerge;
+
+    /** Start the change's job when automerge is on, it is not merged and no job of it runs here. */
+    const restartIfDue = async (changeId: string): Promise<void> => {
+      if (am.jobs.active(changeId)) return;
+      const { state } = await am.env.store.load(changeId);
+      if (automergeActive(state) && state.merged === null) am.jobs.dispatch(changeId);
+    };
+
+    const route = async (changeId: string, comment: ForgeComment): Promise<void> => {
+      if (parseCommands(comment.body).length === 0 || comment.author.toLowerCase() === forge.selfLogin.toLowerCase()) return;
+      try {
+        const routed = await am.router.handleComment(changeId, comment);
+        logger.info(
+          {
+            changeId,
+            commentId: comment.id,
+            author: comment.author,
+            ran: routed.ran.length,
+            refused: routed.refused.length,
+            skipped: routed.skipped,
+            dispatched: routed.dispatch !== null,
+          },
+          'comment routed',
+        );
+      } catch (error) {
+        logger.warn({ changeId, commentId: comment.id, err: errorMessage(error) }, 'comment not routed');
+      }
+    };
+
+    const after = await forge.lastEventPosition();
+    // The first snapshot of the branches: a move from here on wakes its changes.
+    let refs = await branchRefs(forge);
+    // Listen before any work starts: a port in use fails the start with nothing begun.
+    if (options.http) {
+      server = await createServiceServer({
+        host: options.host,
+        port: options.port,
+        logger,
+        ready: async () => {
+          if (stopping) return false;
+          await forge.store.events.readAll({ afterPosition: after, limit: 1 });
+          return true;
+        },
+      }).catch((error: unknown) => {
+        const code = (error as NodeJS.ErrnoException).code;
+        const why = code === 'EADDRINUSE' ? 'the address is in use' : code === 'EACCES' ? 'permission denied' : errorMessage(error);
+        throw new ProofgateError('IO', `cannot listen on ${options.host}:${options.port}: ${why}`);
+      });
+      logger.info({ url: server.url }, 'listening');
+    }
+    // What happened while no service ran: command comments nobody applied, changes left mid-way.
+    for (const record of (await forge.store.listChanges()).filter((entry) => entry.state === 'open')) {
+      const { state } = await am.env.store.load(record.changeId);
+      for (const comment of record.comments) {
+        if (!state.processed.has(ledgerKey(comment))) await route(record.changeId, comment);
+      }
+      await restartIfDue(record.changeId).catch((error: unknown) =>
+        logger.warn({ changeId: record.changeId, err: errorMessage(error) }, 'change not restarted'),
+      );
+    }
+
+    const comments = (async () => {
+      for await (const { event } of forge.events({ afterPosition: after, pollMs, signal: work.signal })) {
+        if (event.kind === 'comment-created' || event.kind === 'comment-edited') await route(event.changeId, event.comment);
+      }
+    })().catch((error: unknown) => logger.error({ err: errorMessage(error) }, 'comment tail failed: comments of other processes are no longer routed'));
+
+    const refWatch = (async () => {
+      let tick = 0;
+      while (!work.signal.aborted) {
+        await pause(pollMs, work.signal);
+        if (work.signal.aborted) return;
+        try {
+          const next = await branchRefs(forge);
+          const moves = refMoves(refs, next);
+          refs = next;
+          if (moves.length === 0) continue;
+          tick += 1;
+          const open = (await forge.store.listChanges()).filter((entry) => entry.state === 'open');
+          for (const move of moves) logger.info({ ref: move.ref, before: move.before, after: move.after }, 'ref moved');
+          for (const wake of refWakes(moves, open)) {
+            const deliveryId = `ref-watch:${process.pid}:${tick}:${wake.ref}`;
+            if (wake.kind === 'head') {
+              await am.router.handleEvent({ kind: 'change-synchronized', changeId: wake.changeId, headSha: wake.headSha, deliveryId });
+            } else {
+              await am.router.handleEvent({ kind: 'base-pushed', ref: wake.ref, before: wake.before ?? ZERO_OID, after: wake.after, deliveryId });
+              for (const changeId of wake.changeIds) await restartIfDue(changeId);
+            }
+          }
+        } catch (error) {
+          if (!work.signal.aborted) logger.warn({ err: errorMessage(error) }, 'ref watch failed');
+        }
+      }
+    })();
+
+    logger.info({ repo: forge.repo.root, dataDir: opened.dataDir, http: server?.url ?? null, pollMs }, 'serving');
+
+    const listening = server;
+    const hurry = deferred();
+    const finished = settled();
+    let stopping$: Promise<void> | null = null;
+    const shutdown = async (graceMs: number): Promise<void> => {
+      stopping = true;
+      am.jobs.stopTaking();
+      logger.info({ graceMs, runningJobs: am.jobs.running().length }, 'stopping: no new work');
+      work.abort();
+      await Promise.allSettled([comments, refWatch]);
+      let timer: NodeJS.Timeout | undefined;
+      const grace = new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)));
+      await Promise.race([Promise.allSettled(am.jobs.running()), grace, hurry.promise]);
+      clearTimeout(timer);
+      const left = am.jobs.running().length;
+      if (left > 0) logger.warn({ runningJobs: left }, 'interrupting the jobs still running');
+      // ChangeJobs.close aborts the loops; an interrupted loop cancels the checks it started (they run again later).
+      await am.close();
+      await listening?.close();
+      await opened.close();
+      logger.info({}, 'stopped');
+    };
+    return {
+      url: listening?.url ?? null,
+      stopped: finished.promise,
+      stop(graceMs: number): Promise<void> {
+        if (stopping$ !== null) {
+          hurry.resolve();
+          return stopping$;
+        }
+        stopping$ = shutdown(Math.max(0, graceMs));
+        stopping$.then(finished.resolve, finished.reject);
+        return stopping$;
+      },
+    };
+  } catch (error) {
+    work.abort();
+    await server?.close().catch(() => undefined);
+    await automerge?.close().catch(() => undefined);
+    await opened.close().catch(() => undefined);
+    throw error;
+  }
+}

@@ -99,6 +99,9 @@ async function startRig(options: RigOptions = {}): Promise<Rig> {
     ...(options.maxBodyBytes !== undefined ? { maxBodyBytes: options.maxBodyBytes } : {}),
     ...(options.maxBufferedBytes !== undefined ? { maxBufferedBytes: options.maxBufferedBytes } : {}),
     ...(options.readyTimeoutMs !== undefined ? { readyTimeoutMs: options.readyTimeoutMs } : {}),
+    // Timeouts far beyond any test: what ends a stalled request in these tests is close(), never a timeout.
+    requestTimeoutMs: 600_000,
+    headersTimeoutMs: 600_000,
   });
   cleanups.push(() => server.close());
   const url = new URL(server.url);
@@ -234,7 +237,13 @@ function head(rig: Rig, headers: readonly string[], method = 'POST', path = '/we
   return `${method} ${path} HTTP/1.1\r\nHost: ${rig.host}:${rig.port}\r\nConnection: close\r\n${headers.map((h) => `${h}\r\n`).join('')}\r\n`;
 }
 
-/** Resolves after `ms`: a bound for a race, never an assertion on time. */
+/**
+ * Resolves after `ms`: a bound for a race, never an assertion on time. Each bound is far longer than
+ * the awaited thing takes on a loaded machine, and far shorter than what it would take without the
+ * behaviour under test (the server's request and header timeouts are 600 s here).
+ */
+const PROMPTLY_MS = 30_000;
+
 function bound(ms: number): { readonly done: Promise<'bound'>; cancel(): void } {
   let timer: NodeJS.Timeout | undefined;
   const done = new Promise<'bound'>((resolve) => (timer = setTimeout(() => resolve('bound'), ms)));
@@ -555,7 +564,7 @@ describe('attack: resources', () => {
     socket.write(head(rig, [`X-Hub-Signature-256: sha256=${'0'.repeat(64)}`, 'X-GitHub-Event: ping', 'Content-Length: 1000', 'Expect: 100-continue']));
     await continued;
     socket.write('{"zen":');
-    const limit = bound(4000);
+    const limit = bound(PROMPTLY_MS);
     const outcome = await Promise.race([rig.server.close().then(() => 'closed' as const), limit.done]);
     limit.cancel();
     expect(outcome).toBe('closed');
@@ -589,7 +598,7 @@ describe('attack: resources', () => {
     const idle = await Promise.all(Array.from({ length: 200 }, () => rawSocket(rig)));
     for (const s of idle) s.on('error', () => undefined);
     expect(await healthz(rig)).toBe(200);
-    const limit = bound(4000);
+    const limit = bound(PROMPTLY_MS);
     const outcome = await Promise.race([rig.server.close().then(() => 'closed' as const), limit.done]);
     limit.cancel();
     expect(outcome).toBe('closed');
@@ -625,7 +634,7 @@ describe('attack: resources', () => {
       }),
     );
     // With a shared budget, the connections past it are answered (503) without waiting for their bodies.
-    const wait = bound(2000);
+    const wait = bound(PROMPTLY_MS);
     const outcome = await Promise.race([anAnswer, wait.done]);
     wait.cancel();
     const held = process.memoryUsage().arrayBuffers - before;
@@ -641,7 +650,7 @@ describe('attack: resources', () => {
       const headers = ['X-GitHub-Event: pull_request', `X-GitHub-Delivery: ${randomUUID()}`, 'Content-Length: 100000'];
       socket.write(head(rig, signature === null ? headers : [`X-Hub-Signature-256: ${signature}`, ...headers]));
       // No body is ever sent: only an answer given before reading it can arrive.
-      const limit = bound(4000);
+      const limit = bound(PROMPTLY_MS);
       const outcome = await Promise.race([answered, limit.done]);
       limit.cancel();
       expect(outcome, String(signature)).toMatch(/^HTTP\/1\.1 401 /);
@@ -750,7 +759,7 @@ describe('attack: resources', () => {
     await new Promise<void>((resolve) => half.end(body.slice(0, 100), () => resolve()));
     expect(await healthz(rig)).toBe(200);
     expect(rig.sunk).toEqual([]);
-    const limit = bound(4000);
+    const limit = bound(PROMPTLY_MS);
     const outcome = await Promise.race([rig.server.close().then(() => 'closed' as const), limit.done]);
     limit.cancel();
     expect(outcome).toBe('closed');

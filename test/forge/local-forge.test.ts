@@ -174,6 +174,26 @@ describe('local forge: comments, labels, files, pushes, events', () => {
     expect((await rejectionOf(forge.readFile('no-such-ref', 'README.md'))).code).toBe('NOT_FOUND');
   });
 
+  it('keeps what a commit id names, never what a branch names: a moved branch is read afresh, a kept blob cannot be changed by a caller', async () => {
+    const { forge, repo } = await setup();
+    const first = repo.commit('feature', { 'notes.txt': 'one\n' }, 'one');
+    const atFirst = await forge.repo.readBlob(first, 'notes.txt');
+    expect(Buffer.from(atFirst!).toString()).toBe('one\n');
+    atFirst!.fill(0x21);
+    expect(Buffer.from((await forge.repo.readBlob(first, 'notes.txt'))!).toString()).toBe('one\n');
+    expect(Buffer.from((await forge.repo.readBlob('feature', 'notes.txt'))!).toString()).toBe('one\n');
+    repo.commit('feature', { 'notes.txt': 'two\n' }, 'two');
+    expect(Buffer.from((await forge.repo.readBlob('feature', 'notes.txt'))!).toString()).toBe('two\n');
+    expect(Buffer.from((await forge.repo.readBlob(first, 'notes.txt'))!).toString()).toBe('one\n');
+    expect(await forge.repo.readBlob(first, 'absent.txt')).toBeNull();
+    // Branch names: the same answer every time, asked once of git.
+    for (let round = 0; round < 2; round += 1) {
+      expect(await forge.repo.isValidBranchName('feature')).toBe(true);
+      expect(await forge.repo.isValidBranchName('bad..name')).toBe(false);
+      expect(await forge.repo.isValidBranchName('-x')).toBe(false);
+    }
+  });
+
   it('pushes with compare-and-swap and reports the new head as change-synchronized', async () => {
     const { forge, repo } = await setup();
     const change = await forge.openChange({ head: 'feature', base: 'main' });

@@ -22,11 +22,26 @@ export interface CommitIdentity {
   readonly date?: string;
 }
 
+/** Answers kept per repository (oldest forgotten first): each depends only on its key, never on a ref. */
+const MEMO_ENTRIES = 1024;
+/** Blobs larger than this are read again each time rather than kept. */
+const MEMO_BLOB_BYTES = 256 * 1024;
+
+function remember<V>(memo: Map<string, V>, key: string, value: V): V {
+  if (memo.size >= MEMO_ENTRIES) memo.delete(memo.keys().next().value as string);
+  memo.set(key, value);
+  return value;
+}
+
 export class GitRepository {
   /** Directory git runs in: the work tree top level, or the git dir of a bare repository. */
   readonly root: string;
   /** The common git directory (shared by all worktrees). */
   readonly commonDir: string;
+  /** `isValidBranchName` by name: git's ref-name rules do not change while a process runs. */
+  readonly #branchNames = new Map<string, boolean>();
+  /** `readBlob` of a commit named by its object id (never a ref): an object's content never changes. */
+  readonly #blobs = new Map<string, Uint8Array | null>();
 
   private constructor(root: string, commonDir: string) {
     this.root = root;
@@ -65,8 +80,10 @@ export class GitRepository {
   /** True when `name` is a valid branch name. */
   async isValidBranchName(name: string): Promise<boolean> {
     if (name.startsWith('-')) return false;
+    const known = this.#branchNames.get(name);
+    if (known !== undefined) return known;
     const result = await this.git(['check-ref-format', `refs/heads/${name}`], { okExitCodes: [1] });
-    return result.exitCode === 0;
+    return remember(this.#branchNames, name, result.exitCode === 0);
   }
 
   /** The commit a branch points to, or null when the branch does not exist. */
@@ -157,6 +174,16 @@ export class GitRepository {
   async readBlob(commit: string, path: string): Promise<Uint8Array | null> {
     const clean = path.replace(/^\/+/, '');
     if (clean === '') return null;
+    // A commit named by its id has fixed content: its answer is kept (a copy is handed out, so no caller can change it).
+    const key = OID_PATTERN.test(commit) ? `${commit}\0${clean}` : null;
+    const known = key === null ? undefined : this.#blobs.get(key);
+    if (known !== undefined) return known === null ? null : known.slice();
+    const bytes = await this.#readBlob(commit, clean);
+    if (key !== null && (bytes === null || bytes.length <= MEMO_BLOB_BYTES)) remember(this.#blobs, key, bytes === null ? null : bytes.slice());
+    return bytes;
+  }
+
+  async #readBlob(commit: string, clean: string): Promise<Uint8Array | null> {
     const listing = await this.git(['ls-tree', '--full-tree', '-z', commit, '--', clean]);
     const entry = listing.stdout.toString('utf8').split('\0')[0] ?? '';
     const match = /^(\d+) (\w+) ([0-9a-f]+)\t(.*)$/s.exec(entry);

@@ -33,7 +33,7 @@ import { ProofgateError, errorMessage, type Clock } from '../core/index.js';
 import { automergeActive, ledgerKey } from '../automerge/ledger.js';
 import { parseCommands } from '../automerge/commands.js';
 import { openLocalAutomerge, type ChangeJobsOptions, type JobResult, type LocalAutomerge, type WaitSettings } from '../automerge/loop/index.js';
-import { openLocalForge, type ChangeRecord, type LocalForge } from '../forge/local/index.js';
+import { ZERO_OID, openLocalForge, type ChangeRecord, type LocalForge } from '../forge/local/index.js';
 import type { ForgeComment } from '../forge/port.js';
 import { createServiceServer, type ServiceServer } from './http.js';
 
@@ -121,8 +121,6 @@ export function refWakes(moves: readonly RefMove[], open: readonly Pick<ChangeRe
   return wakes;
 }
 
-const ZERO_OID = '0000000000000000000000000000000000000000';
-
 async function branchRefs(forge: LocalForge): Promise<Map<string, string>> {
   return parseRefList(await forge.repo.text(['for-each-ref', '--format=%(objectname) %(refname)', 'refs/heads/']));
 }
@@ -179,11 +177,14 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
   let stopping = false;
   const work = new AbortController();
   try {
+    // Comments of any process reach the router through the automerge wiring's own tail of the store.
+    let routeComment: (changeId: string, comment: ForgeComment) => Promise<void> = async () => undefined;
     automerge = await openLocalAutomerge({
       forge,
       dataDir: opened.dataDir,
       restartOnEvents: true,
       eventPollMs: pollMs,
+      onComment: (changeId, comment) => routeComment(changeId, comment),
       onProgress: (progress) => logger.info({ changeId: progress.changeId, text: progress.text }, 'progress'),
       ...(options.clock === undefined ? {} : { clock: options.clock }),
       ...(options.waits === undefined ? {} : { waits: options.waits }),
@@ -208,6 +209,7 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
     };
 
     const route = async (changeId: string, comment: ForgeComment): Promise<void> => {
+      if (stopping) return;
       if (parseCommands(comment.body).length === 0 || comment.author.toLowerCase() === forge.selfLogin.toLowerCase()) return;
       try {
         const routed = await am.router.handleComment(changeId, comment);
@@ -227,6 +229,7 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
         logger.warn({ changeId, commentId: comment.id, err: errorMessage(error) }, 'comment not routed');
       }
     };
+    routeComment = route;
 
     const after = await forge.lastEventPosition();
     // The first snapshot of the branches: a move from here on wakes its changes.
@@ -259,12 +262,6 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
         logger.warn({ changeId: record.changeId, err: errorMessage(error) }, 'change not restarted'),
       );
     }
-
-    const comments = (async () => {
-      for await (const { event } of forge.events({ afterPosition: after, pollMs, signal: work.signal })) {
-        if (event.kind === 'comment-created' || event.kind === 'comment-edited') await route(event.changeId, event.comment);
-      }
-    })().catch((error: unknown) => logger.error({ err: errorMessage(error) }, 'comment tail failed: comments of other processes are no longer routed'));
 
     const refWatch = (async () => {
       let tick = 0;
@@ -305,7 +302,7 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
       am.jobs.stopTaking();
       logger.info({ graceMs, runningJobs: am.jobs.running().length }, 'stopping: no new work');
       work.abort();
-      await Promise.allSettled([comments, refWatch]);
+      await refWatch.catch(() => undefined);
       let timer: NodeJS.Timeout | undefined;
       const grace = new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)));
       await Promise.race([Promise.allSettled(am.jobs.running()), grace, hurry.promise]);

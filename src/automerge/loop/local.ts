@@ -13,7 +13,7 @@ import type { Clock } from '../../core/index.js';
 import { systemClock } from '../../core/index.js';
 import { checkDataDir, parseOutputUrl, type LocalForge } from '../../forge/local/index.js';
 import { runChecks } from '../../forge/local/checks.js';
-import type { ForgeCheck } from '../../forge/port.js';
+import type { ForgeCheck, ForgeComment } from '../../forge/port.js';
 import { REVIEW_RUNS_NAMESPACE } from '../../review/index.js';
 import { defaultStoragePolicy } from '../../storage/policy.js';
 import { createLocalRunStorage } from '../../storage/sqlite/index.js';
@@ -45,6 +45,12 @@ export interface LocalAutomergeOptions {
   readonly restartOnEvents?: boolean;
   /** How often to look for events of other processes (default 500 ms). */
   readonly eventPollMs?: number;
+  /**
+   * Called for each comment the store's tail sees, by this process or another
+   * (a service routes them; a one-shot command routes only its own, so it
+   * leaves this unset and comments only wake their change).
+   */
+  readonly onComment?: (changeId: string, comment: ForgeComment) => Promise<void>;
 }
 
 export interface LocalAutomerge {
@@ -145,8 +151,8 @@ export async function openLocalAutomerge(options: LocalAutomergeOptions): Promis
   const tail = (async () => {
     for await (const { event } of forge.events({ afterPosition: after, pollMs: options.eventPollMs ?? 500, signal: abort.signal })) {
       if (event.kind === 'comment-created' || event.kind === 'comment-edited') {
-        // Comments are routed by whoever received them; here they only wake the change.
         if (jobs.active(event.changeId)) signals.notify(event.changeId);
+        await options.onComment?.(event.changeId, event.comment).catch(() => undefined);
         continue;
       }
       await router.handleEvent(event).catch(() => undefined);

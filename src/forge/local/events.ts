@@ -1,8 +1,7 @@
 import type { EventStore, StoredEvent } from '../../storage/ports.js';
 import type { AuthorType, ForgeEvent } from '../port.js';
 import { CHANGE_STREAM_PREFIX, STREAM_PREFIX, readEventData } from './records.js';
-
-const ZERO_OID = '0000000000000000000000000000000000000000';
+import { ZERO_OID } from './repository.js';
 
 /** A forge event with the store position it came from (resume a tail after it). */
 export interface PositionedForgeEvent {

@@ -1,7 +1,7 @@
 export { LocalForge, type LocalForgeOptions, type OpenChangeRequest, type RunChecksOptions } from './forge.js';
 export { openLocalForge, defaultLocalDataDir, settleTrustedBranch, LOCAL_FORGE_NAMESPACE, type OpenLocalForgeOptions, type OpenedLocalForge } from './open.js';
 export { checkDataDir, readDataDirSettings, writeDataDirSettings, SETTINGS_FILE, type DataDirSettings } from './data-dir.js';
-export { GitRepository, type MergeTreeResult, type CommitIdentity } from './repository.js';
+export { GitRepository, ZERO_OID, type MergeTreeResult, type CommitIdentity } from './repository.js';
 export { runGit, gitText, type GitResult, type GitOptions } from '../../host/index.js';
 export { judgeMergeability, allowsMerge, type MergeabilityInput, type MergeabilityJudgment } from './mergeability.js';
 export { toForgeEvent, tailForgeEvents, type PositionedForgeEvent, type ForgeEventListener, type TailOptions } from './events.js';

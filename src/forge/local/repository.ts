@@ -5,7 +5,8 @@ import { gitText, runGit, type GitOptions } from '../../host/index.js';
 
 /** The typed git operations the local forge needs, on one repository. */
 
-const ZERO_OID = '0000000000000000000000000000000000000000';
+/** The object id git uses for "no object" (a ref that did not exist). */
+export const ZERO_OID = '0000000000000000000000000000000000000000';
 const OID_PATTERN = /^[0-9a-f]{40}([0-9a-f]{24})?$/;
 
 export interface MergeTreeResult {

@@ -1,7 +1,7 @@
-export { startGitHubServer } from './server.js';
-export type { GitHubTestServer, GitHubTestServerOptions, InjectedFailure, RecordedRequest, SchemaCheck } from './server.js';
+export { startGitHubServer, DEFAULT_APP_EVENTS, DEFAULT_APP_PERMISSIONS } from './server.js';
+export type { AppRegistration, GitHubTestServer, GitHubTestServerOptions, InjectedFailure, RecordedRequest, SchemaCheck } from './server.js';
 export { RepositoryModel } from './model.js';
-export type { ModelPullRequest, ModelCheckRun, ModelStatus, ModelComment, Role } from './model.js';
+export type { AppPermissionLevel, ModelApp, ModelPullRequest, ModelCheckRun, ModelStatus, ModelComment, Role } from './model.js';
 export { validateSchema } from './json-schema.js';
 export type { SchemaObject, SchemaViolation } from './json-schema.js';
 export { checkResponse, responseSchema, matchRoute } from './openapi.js';

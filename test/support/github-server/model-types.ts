@@ -27,6 +27,15 @@ export interface ModelPullRequest {
   reviewDecision: ModelReviewDecision;
   labels: string[];
   readonly createdAt: string;
+  /**
+   * When the pull request itself last changed: opened, a comment added or
+   * edited through the model, a label added or removed, the head moved, closed
+   * or merged. `RepositoryModel.pullUpdatedAt` also counts comments whose
+   * `updatedAt` a test set by hand.
+   */
+  updatedAt: string;
+  /** When it was closed or merged; null while open. */
+  closedAt: string | null;
 }
 
 export type ModelReviewDecision = 'APPROVED' | 'CHANGES_REQUESTED' | 'REVIEW_REQUIRED' | null;
@@ -67,4 +76,21 @@ export interface ModelLabel {
   readonly name: string;
   readonly color: string;
   readonly description: string | null;
+}
+
+export type AppPermissionLevel = 'read' | 'write' | 'admin';
+
+/** A GitHub App registered with the test server, with its one installation on the model's owner. */
+export interface ModelApp {
+  readonly appId: number;
+  readonly slug: string;
+  readonly name: string;
+  readonly description: string | null;
+  /** Login of the account that owns the App. */
+  readonly owner: string;
+  readonly permissions: Readonly<Record<string, AppPermissionLevel>>;
+  readonly events: readonly string[];
+  readonly installationId: number;
+  readonly repositorySelection: 'all' | 'selected';
+  readonly createdAt: string;
 }

@@ -21,6 +21,8 @@ import type {
 } from './model-types.js';
 
 export type {
+  AppPermissionLevel,
+  ModelApp,
   UserType,
   Role,
   ModelMergeable,
@@ -52,6 +54,10 @@ export class RepositoryModel {
   private nextId = 1000;
   private nextNumber = 1;
   private tick = Date.parse('2026-01-01T00:00:00Z');
+  /** The model's first moment, before any event (the repository's creation time). */
+  readonly epoch = stamp(this.tick);
+  /** The repository's id in REST answers (not drawn from `id()`, so other ids stay as they were). */
+  readonly repositoryId = 700_001;
 
   constructor(
     readonly owner: string,
@@ -65,7 +71,12 @@ export class RepositoryModel {
   /** A strictly increasing timestamp, one second per event. */
   now(): string {
     this.tick += 1000;
-    return new Date(this.tick).toISOString().replace(/\.\d{3}Z$/, 'Z');
+    return stamp(this.tick);
+  }
+
+  /** The latest timestamp handed out (the epoch before any), without moving the clock. */
+  latest(): string {
+    return stamp(this.tick);
   }
 
   id(): number {
@@ -129,9 +140,16 @@ export class RepositoryModel {
     return [...(this.commits.get(sha)?.files.keys() ?? [])].some((f) => f.startsWith(prefix));
   }
 
+  /** Moving the head branch of an open pull request updates that pull request (`updatedAt`). */
   setBranch(name: string, sha: string): void {
     this.requireCommit(sha);
+    const before = this.branches.get(name);
     this.branches.set(name, sha);
+    if (before === undefined || before === sha) return;
+    const moved = [...this.pulls.values()].filter((pr) => pr.headRef === name && pr.state === 'open');
+    if (moved.length === 0) return;
+    const at = this.now();
+    for (const pr of moved) pr.updatedAt = at;
   }
 
   /** A branch name or a full sha, as a commit sha; null when neither. */
@@ -157,6 +175,7 @@ export class RepositoryModel {
     const headSha = options.headSha ?? this.commit({ parent: baseSha, files: options.files ?? { [`change-${number}.txt`]: `change ${number}\n` } });
     this.setBranch(head, headSha);
     this.user(options.author);
+    const at = this.now();
     const pr: ModelPullRequest = {
       number,
       title: options.title ?? `Change ${number}`,
@@ -171,10 +190,43 @@ export class RepositoryModel {
       mergeState: 'CLEAN',
       reviewDecision: null,
       labels: [],
-      createdAt: this.now(),
+      createdAt: at,
+      updatedAt: at,
+      closedAt: null,
     };
     this.pulls.set(number, pr);
     return pr;
+  }
+
+  /** `count` pull requests opened one after the other (each `openPullRequest(options)`, titles and heads numbered). */
+  openPullRequests(count: number, options: { author: string; base?: string; draft?: boolean }): ModelPullRequest[] {
+    return Array.from({ length: count }, () => this.openPullRequest(options));
+  }
+
+  /** Closes a pull request without merging it. */
+  closePullRequest(number: number): void {
+    const pr = this.pull(number);
+    if (pr.state === 'closed') return;
+    const at = this.now();
+    pr.state = 'closed';
+    pr.closedAt = at;
+    pr.updatedAt = at;
+  }
+
+  /** Reopens a closed, unmerged pull request. */
+  reopenPullRequest(number: number): void {
+    const pr = this.pull(number);
+    if (pr.state === 'open' || pr.merged) return;
+    pr.state = 'open';
+    pr.closedAt = null;
+    pr.updatedAt = this.now();
+  }
+
+  /** When the pull request last changed, counting its comments' own `updatedAt` (a test may set those by hand). */
+  pullUpdatedAt(number: number): string {
+    let latest = this.pull(number).updatedAt;
+    for (const comment of this.commentsOf(number)) if (Date.parse(comment.updatedAt) > Date.parse(latest)) latest = comment.updatedAt;
+    return latest;
   }
 
   pull(number: number): ModelPullRequest {
@@ -256,7 +308,44 @@ export class RepositoryModel {
     const at = this.now();
     const comment: ModelComment = { id: this.id(), issueNumber: number, author, body, createdAt: at, updatedAt: at };
     this.comments.push(comment);
+    this.pull(number).updatedAt = at;
     return comment;
+  }
+
+  /** Edits a comment's body; the comment and its pull request are updated now. */
+  editComment(id: number, body: string): ModelComment {
+    const comment = this.comments.find((c) => c.id === id);
+    if (comment === undefined) throw new Error(`no comment ${id}`);
+    const at = this.now();
+    comment.body = body;
+    comment.updatedAt = at;
+    const pr = this.pulls.get(comment.issueNumber);
+    if (pr !== undefined) pr.updatedAt = at;
+    return comment;
+  }
+
+  /** Adds labels (created on first use, matched without case); the pull request is updated when one was new. Answers its labels. */
+  addLabels(number: number, names: readonly string[]): string[] {
+    const pr = this.pull(number);
+    let changed = false;
+    for (const name of names) {
+      const l = this.label(name);
+      if (pr.labels.includes(l.name)) continue;
+      pr.labels.push(l.name);
+      changed = true;
+    }
+    if (changed) pr.updatedAt = this.now();
+    return pr.labels;
+  }
+
+  /** Removes a label (matched without case); false when the pull request does not carry it. */
+  removeLabel(number: number, name: string): boolean {
+    const pr = this.pull(number);
+    const index = pr.labels.findIndex((n) => n.toLowerCase() === name.toLowerCase());
+    if (index < 0) return false;
+    pr.labels.splice(index, 1);
+    pr.updatedAt = this.now();
+    return true;
   }
 
   commentsOf(number: number): ModelComment[] {
@@ -278,9 +367,12 @@ export class RepositoryModel {
     const sha = this.commit({ parent: this.baseSha(number) });
     this.commits.set(sha, { parents: [this.baseSha(number)], files: new Map(head.files) });
     this.setBranch(pr.baseRef, sha);
+    const at = this.now();
     pr.state = 'closed';
     pr.merged = true;
     pr.mergeCommitSha = sha;
+    pr.closedAt = at;
+    pr.updatedAt = at;
     return sha;
   }
 
@@ -295,4 +387,8 @@ export class RepositoryModel {
     if (sha === undefined) throw new Error(`unknown branch ${name}`);
     return sha;
   }
+}
+
+function stamp(ms: number): string {
+  return new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
 }

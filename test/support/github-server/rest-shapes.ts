@@ -2,9 +2,12 @@
  * REST bodies in GitHub's shapes (the test server checks each against the
  * published response schema before sending it).
  */
-import type { ModelComment, ModelLabel, RepositoryModel } from './model.js';
+import type { ModelApp, ModelComment, ModelLabel, ModelPullRequest, RepositoryModel } from './model.js';
 
 export const DOCS = 'https://docs.github.com/rest';
+
+/** Issue ids of pull requests: apart from the model's other ids, so none of those moves. */
+const ISSUE_IDS = 800_000;
 
 export function simpleUser(model: RepositoryModel, login: string, web: string, api: string): Record<string, unknown> {
   const user = model.user(login);
@@ -43,7 +46,197 @@ export function issueComment(model: RepositoryModel, comment: ModelComment, web:
     created_at: comment.createdAt,
     updated_at: comment.updatedAt,
     issue_url: `${repoApi}/issues/${comment.issueNumber}`,
-    author_association: model.collaborators.has(comment.author) ? 'COLLABORATOR' : 'NONE',
+    author_association: association(model, comment.author),
+  };
+}
+
+function association(model: RepositoryModel, login: string): string {
+  return model.collaborators.has(login) ? 'COLLABORATOR' : 'NONE';
+}
+
+/** The authenticated App (apps/get-authenticated). */
+export function githubApp(model: RepositoryModel, app: ModelApp, web: string, api: string): Record<string, unknown> {
+  return {
+    id: app.appId,
+    slug: app.slug,
+    node_id: Buffer.from(`011:Integration${app.appId}`).toString('base64'),
+    client_id: `Iv1.${app.appId.toString(16).padStart(16, '0')}`,
+    owner: simpleUser(model, app.owner, web, api),
+    name: app.name,
+    description: app.description,
+    external_url: `${web}/apps/${app.slug}/home`,
+    html_url: `${web}/apps/${app.slug}`,
+    created_at: app.createdAt,
+    updated_at: app.createdAt,
+    permissions: { ...app.permissions },
+    events: [...app.events],
+    installations_count: 1,
+  };
+}
+
+/**
+ * The App's installation on the model's owner (apps/list-installations).
+ * The published schema types `account` as all of Simple User and Enterprise
+ * (`allOf`), so the account also carries Enterprise's required `name`,
+ * `slug`, `created_at` and `updated_at`.
+ */
+export function installation(model: RepositoryModel, app: ModelApp, web: string, api: string): Record<string, unknown> {
+  const account = model.user(model.owner);
+  const settings = account.type === 'Organization' ? `${web}/organizations/${model.owner}/settings/installations` : `${web}/settings/installations`;
+  return {
+    id: app.installationId,
+    account: { ...simpleUser(model, model.owner, web, api), name: model.owner, slug: model.owner, created_at: model.epoch, updated_at: model.epoch },
+    repository_selection: app.repositorySelection,
+    access_tokens_url: `${api}/app/installations/${app.installationId}/access_tokens`,
+    repositories_url: `${api}/installation/repositories`,
+    html_url: `${settings}/${app.installationId}`,
+    app_id: app.appId,
+    app_slug: app.slug,
+    target_id: account.id,
+    target_type: account.type,
+    permissions: { ...app.permissions },
+    events: [...app.events],
+    created_at: app.createdAt,
+    updated_at: app.createdAt,
+    single_file_name: null,
+    has_multiple_single_files: false,
+    single_file_paths: [],
+    suspended_by: null,
+    suspended_at: null,
+  };
+}
+
+/** The model's repository in GitHub's full Repository shape (apps/list-repos-accessible-to-installation). */
+export function repository(model: RepositoryModel, web: string, api: string): Record<string, unknown> {
+  const full = `${model.owner}/${model.repo}`;
+  const url = `${api}/repos/${full}`;
+  const host = new URL(web).host;
+  const open = [...model.pulls.values()].filter((pr) => pr.state === 'open').length;
+  return {
+    id: model.repositoryId,
+    node_id: Buffer.from(`010:Repository${model.repositoryId}`).toString('base64'),
+    name: model.repo,
+    full_name: full,
+    owner: simpleUser(model, model.owner, web, api),
+    private: false,
+    visibility: 'public',
+    html_url: `${web}/${full}`,
+    description: null,
+    fork: false,
+    url,
+    archive_url: `${url}/{archive_format}{/ref}`,
+    assignees_url: `${url}/assignees{/user}`,
+    blobs_url: `${url}/git/blobs{/sha}`,
+    branches_url: `${url}/branches{/branch}`,
+    collaborators_url: `${url}/collaborators{/collaborator}`,
+    comments_url: `${url}/comments{/number}`,
+    commits_url: `${url}/commits{/sha}`,
+    compare_url: `${url}/compare/{base}...{head}`,
+    contents_url: `${url}/contents/{+path}`,
+    contributors_url: `${url}/contributors`,
+    deployments_url: `${url}/deployments`,
+    downloads_url: `${url}/downloads`,
+    events_url: `${url}/events`,
+    forks_url: `${url}/forks`,
+    git_commits_url: `${url}/git/commits{/sha}`,
+    git_refs_url: `${url}/git/refs{/sha}`,
+    git_tags_url: `${url}/git/tags{/sha}`,
+    git_url: `git://${host}/${full}.git`,
+    issue_comment_url: `${url}/issues/comments{/number}`,
+    issue_events_url: `${url}/issues/events{/number}`,
+    issues_url: `${url}/issues{/number}`,
+    keys_url: `${url}/keys{/key_id}`,
+    labels_url: `${url}/labels{/name}`,
+    languages_url: `${url}/languages`,
+    merges_url: `${url}/merges`,
+    milestones_url: `${url}/milestones{/number}`,
+    notifications_url: `${url}/notifications{?since,all,participating}`,
+    pulls_url: `${url}/pulls{/number}`,
+    releases_url: `${url}/releases{/id}`,
+    ssh_url: `git@${host}:${full}.git`,
+    stargazers_url: `${url}/stargazers`,
+    statuses_url: `${url}/statuses/{sha}`,
+    subscribers_url: `${url}/subscribers`,
+    subscription_url: `${url}/subscription`,
+    tags_url: `${url}/tags`,
+    teams_url: `${url}/teams`,
+    trees_url: `${url}/git/trees{/sha}`,
+    clone_url: `${web}/${full}.git`,
+    mirror_url: null,
+    hooks_url: `${url}/hooks`,
+    svn_url: `${web}/${full}`,
+    homepage: null,
+    language: null,
+    forks_count: 0,
+    forks: 0,
+    stargazers_count: 0,
+    watchers_count: 0,
+    watchers: 0,
+    size: 0,
+    default_branch: model.defaultBranch,
+    open_issues_count: open,
+    open_issues: open,
+    is_template: false,
+    topics: [],
+    has_issues: true,
+    has_projects: true,
+    has_wiki: true,
+    has_pages: false,
+    has_downloads: true,
+    has_discussions: false,
+    archived: false,
+    disabled: false,
+    allow_forking: true,
+    web_commit_signoff_required: false,
+    license: null,
+    pushed_at: model.latest(),
+    created_at: model.epoch,
+    updated_at: model.latest(),
+  };
+}
+
+/** A pull request as GitHub lists it among issues (issues/list-for-repo): an issue with a `pull_request` member. */
+export function issueOfPull(model: RepositoryModel, pr: ModelPullRequest, web: string, api: string): Record<string, unknown> {
+  const repoApi = `${api}/repos/${model.owner}/${model.repo}`;
+  const url = `${repoApi}/issues/${pr.number}`;
+  const html = `${web}/${model.owner}/${model.repo}/pull/${pr.number}`;
+  const id = ISSUE_IDS + pr.number;
+  const closedAt = pr.state === 'closed' ? (pr.closedAt ?? model.pullUpdatedAt(pr.number)) : null;
+  return {
+    id,
+    node_id: Buffer.from(`05:Issue${id}`).toString('base64'),
+    url,
+    repository_url: repoApi,
+    labels_url: `${url}/labels{/name}`,
+    comments_url: `${url}/comments`,
+    events_url: `${url}/events`,
+    html_url: html,
+    timeline_url: `${url}/timeline`,
+    number: pr.number,
+    state: pr.state,
+    state_reason: null,
+    title: pr.title,
+    body: null,
+    user: simpleUser(model, pr.author, web, api),
+    labels: pr.labels.map((name) => label(model, model.label(name), api)),
+    assignee: null,
+    assignees: [],
+    milestone: null,
+    locked: false,
+    active_lock_reason: null,
+    comments: model.commentsOf(pr.number).length,
+    pull_request: {
+      url: `${repoApi}/pulls/${pr.number}`,
+      html_url: html,
+      diff_url: `${html}.diff`,
+      patch_url: `${html}.patch`,
+      merged_at: pr.merged ? closedAt : null,
+    },
+    closed_at: closedAt,
+    created_at: pr.createdAt,
+    updated_at: model.pullUpdatedAt(pr.number),
+    draft: pr.draft,
+    author_association: association(model, pr.author),
   };
 }
 

@@ -2,9 +2,23 @@
  * REST operations of the test server, keyed by GitHub's operation ids, with
  * GitHub's status codes and error messages for the cases proofgate meets:
  * 404, 405 not mergeable, 409 head moved, 422 validation and non-fast-forward.
+ * Lists page as GitHub does (`per_page` up to 100, `page`, a `link` header).
  */
-import type { RepositoryModel, Role } from './model.js';
-import { DOCS, error, fileContent, gitRef, issueComment, label, simpleUser, validationError } from './rest-shapes.js';
+import type { ModelApp, ModelPullRequest, RepositoryModel, Role } from './model.js';
+import {
+  DOCS,
+  error,
+  fileContent,
+  gitRef,
+  githubApp,
+  installation,
+  issueComment,
+  issueOfPull,
+  label,
+  repository,
+  simpleUser,
+  validationError,
+} from './rest-shapes.js';
 
 export interface RestRequest {
   readonly model: RepositoryModel;
@@ -14,6 +28,10 @@ export interface RestRequest {
   readonly body: unknown;
   /** Login of the authenticated caller. */
   readonly actor: string;
+  /** The App the caller authenticated as (its JWT) or through (one of its installation tokens); null otherwise. */
+  readonly app: ModelApp | null;
+  /** The request path without the REST prefix and query (for `link` headers). */
+  readonly path: string;
   /** Web and API roots for URLs in answers. */
   readonly web: string;
   readonly api: string;
@@ -22,6 +40,7 @@ export interface RestRequest {
 export interface RestAnswer {
   readonly status: number;
   readonly body: unknown;
+  readonly headers?: Readonly<Record<string, string>>;
 }
 
 type Handler = (req: RestRequest) => RestAnswer;
@@ -34,12 +53,100 @@ function field(body: unknown, name: string): unknown {
   return typeof body === 'object' && body !== null && !Array.isArray(body) ? (body as Record<string, unknown>)[name] : undefined;
 }
 
+/**
+ * One page of a list, as GitHub pages: `per_page` defaults to 30 and is held
+ * to 100, `page` counts from 1, and a `link` header names the prev, next,
+ * last and first pages (each the request's own URL with another `page`).
+ */
+function paged<T>(req: RestRequest, items: readonly T[]): { items: T[]; headers: Record<string, string> } {
+  const perPage = Math.min(100, positive(req.query.get('per_page')) ?? 30);
+  const page = positive(req.query.get('page')) ?? 1;
+  const last = Math.max(1, Math.ceil(items.length / perPage));
+  const at = (n: number) => {
+    const query = new URLSearchParams(req.query);
+    query.set('page', String(n));
+    return `<${req.api}${req.path}?${query.toString()}>`;
+  };
+  const links: string[] = [];
+  if (page > 1) links.push(`${at(page - 1)}; rel="prev"`);
+  if (page < last) links.push(`${at(page + 1)}; rel="next"`, `${at(last)}; rel="last"`);
+  if (page > 1) links.push(`${at(1)}; rel="first"`);
+  return { items: items.slice((page - 1) * perPage, page * perPage), headers: links.length === 0 ? {} : { link: links.join(', ') } };
+}
+
+function positive(value: string | null): number | null {
+  if (value === null || !/^\d+$/.test(value)) return null;
+  const n = Number(value);
+  return n >= 1 ? n : null;
+}
+
+const invalid = (field: string, value: string): RestAnswer => ({
+  status: 422,
+  body: { message: 'Validation Failed', errors: [{ value, resource: 'Issue', field, code: 'invalid' }], documentation_url: DOCS },
+});
+
+/** GitHub lists pull requests among a repository's issues; the model's issues are all pull requests. */
+function listIssues(req: RestRequest): RestAnswer {
+  const choice = (name: string, allowed: readonly string[], fallback: string): string | RestAnswer => {
+    const value = req.query.get(name) ?? fallback;
+    return allowed.includes(value) ? value : invalid(name, value);
+  };
+  const state = choice('state', ['open', 'closed', 'all'], 'open');
+  const sort = choice('sort', ['created', 'updated', 'comments'], 'created');
+  const direction = choice('direction', ['asc', 'desc'], 'desc');
+  if (typeof state !== 'string') return state;
+  if (typeof sort !== 'string') return sort;
+  if (typeof direction !== 'string') return direction;
+  const sinceText = req.query.get('since');
+  const since = sinceText === null ? null : Date.parse(sinceText);
+  if (sinceText !== null && (since === null || Number.isNaN(since))) return invalid('since', sinceText);
+  const labels = (req.query.get('labels') ?? '')
+    .split(',')
+    .map((l) => l.trim().toLowerCase())
+    .filter((l) => l !== '');
+  const creator = req.query.get('creator');
+  const { model } = req;
+  const key = (pr: ModelPullRequest): number =>
+    sort === 'created' ? Date.parse(pr.createdAt) : sort === 'updated' ? Date.parse(model.pullUpdatedAt(pr.number)) : model.commentsOf(pr.number).length;
+  const sign = direction === 'asc' ? 1 : -1;
+  const matching = [...model.pulls.values()]
+    .filter((pr) => state === 'all' || pr.state === state)
+    .filter((pr) => labels.every((l) => pr.labels.some((name) => name.toLowerCase() === l)))
+    .filter((pr) => since === null || Date.parse(model.pullUpdatedAt(pr.number)) >= since)
+    .filter((pr) => creator === null || pr.author.toLowerCase() === creator.toLowerCase())
+    .sort((a, b) => sign * (key(a) - key(b) || a.number - b.number));
+  const page = paged(req, matching);
+  return { status: 200, body: page.items.map((pr) => issueOfPull(model, pr, req.web, req.api)), headers: page.headers };
+}
+
 function issueNumber(req: RestRequest, name: string): number | null {
   const n = Number(req.params[name]);
   return req.model.pulls.has(n) ? n : null;
 }
 
 const handlers: Readonly<Record<string, Handler>> = {
+  // The server lets only an App's JWT reach these two, and only its installation tokens reach the third.
+  'apps/get-authenticated': (req) => (req.app === null ? notFound() : { status: 200, body: githubApp(req.model, req.app, req.web, req.api) }),
+
+  'apps/list-installations': (req) => {
+    if (req.app === null) return notFound();
+    const page = paged(req, [installation(req.model, req.app, req.web, req.api)]);
+    return { status: 200, body: page.items, headers: page.headers };
+  },
+
+  'apps/list-repos-accessible-to-installation': (req) => {
+    if (req.app === null) return notFound();
+    const all = [repository(req.model, req.web, req.api)];
+    const page = paged(req, all);
+    return {
+      status: 200,
+      body: { total_count: all.length, repository_selection: req.app.repositorySelection, repositories: page.items },
+      headers: page.headers,
+    };
+  },
+
+  'issues/list-for-repo': listIssues,
+
   'repos/get-collaborator-permission-level': (req) => {
     const login = req.params.username ?? '';
     if (!req.model.users.has(login)) return notFound();
@@ -71,8 +178,7 @@ const handlers: Readonly<Record<string, Handler>> = {
     if (typeof body !== 'string' || body === '') {
       return { status: 422, body: validationError('Validation Failed', [{ resource: 'IssueComment', field: 'body', code: 'missing_field' }]) };
     }
-    comment.body = body;
-    comment.updatedAt = req.model.now();
+    req.model.editComment(comment.id, body);
     return { status: 200, body: issueComment(req.model, comment, req.web, req.api) };
   },
 
@@ -83,21 +189,15 @@ const handlers: Readonly<Record<string, Handler>> = {
     if (!Array.isArray(names) || names.some((n) => typeof n !== 'string' || n === '')) {
       return { status: 422, body: validationError('Invalid request.', [{ resource: 'Label', field: 'labels', code: 'invalid' }]) };
     }
-    const pr = req.model.pull(number);
-    for (const name of names as string[]) {
-      const l = req.model.label(name);
-      if (!pr.labels.includes(l.name)) pr.labels.push(l.name);
-    }
-    return { status: 200, body: pr.labels.map((n) => label(req.model, req.model.label(n), req.api)) };
+    const labels = req.model.addLabels(number, names as string[]);
+    return { status: 200, body: labels.map((n) => label(req.model, req.model.label(n), req.api)) };
   },
 
   'issues/remove-label': (req) => {
     const number = issueNumber(req, 'issue_number');
     if (number === null) return notFound();
+    if (!req.model.removeLabel(number, req.params.name ?? '')) return { status: 404, body: error('Label does not exist', 404) };
     const pr = req.model.pull(number);
-    const index = pr.labels.findIndex((n) => n.toLowerCase() === (req.params.name ?? '').toLowerCase());
-    if (index < 0) return { status: 404, body: error('Label does not exist', 404) };
-    pr.labels.splice(index, 1);
     return { status: 200, body: pr.labels.map((n) => label(req.model, req.model.label(n), req.api)) };
   },
 

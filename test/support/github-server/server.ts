@@ -4,6 +4,12 @@
  * GraphQL snapshot query, authenticates tokens and GitHub App JWTs, counts
  * every request, can be told to fail the next requests (rate limits, 5xx),
  * and checks every REST answer against GitHub's published response schema.
+ *
+ * GitHub Apps: `registerApp` gives an App (its public key) one installation
+ * on the model's owner. Its JWT (RS256, `iss` = App id) mints installation
+ * tokens and is the only credential GET /app and GET /app/installations take;
+ * an installation token acts as `${slug}[bot]` and is the only credential
+ * GET /installation/repositories takes.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { randomBytes, verify as verifySignature, type KeyObject } from 'node:crypto';
@@ -15,6 +21,7 @@ import { checkResponse, matchRoute, type SchemaSource } from './openapi.js';
 import { answerRest } from './rest.js';
 import { error } from './rest-shapes.js';
 import type { SchemaViolation } from './json-schema.js';
+import type { AppPermissionLevel, ModelApp } from './model.js';
 
 export interface RecordedRequest {
   readonly method: string;
@@ -42,6 +49,49 @@ export interface InjectedFailure {
   readonly times?: number;
 }
 
+/** What a test tells the server about a GitHub App; everything after `installationId` has a default. */
+export interface AppRegistration {
+  readonly appId: number;
+  readonly slug: string;
+  readonly publicKey: KeyObject;
+  /** The App's one installation, on the model's owner. */
+  readonly installationId: number;
+  /** Default: the slug. */
+  readonly name?: string;
+  /** Default: null. */
+  readonly description?: string | null;
+  /** Login of the App's owner. Default: the model's owner. */
+  readonly owner?: string;
+  /** The App's and its installation's permissions. Default: DEFAULT_APP_PERMISSIONS. */
+  readonly permissions?: Readonly<Record<string, AppPermissionLevel>>;
+  /** Webhook events it subscribes to. Default: DEFAULT_APP_EVENTS. */
+  readonly events?: readonly string[];
+  /** Default: 'selected' (the model's one repository). */
+  readonly repositorySelection?: 'all' | 'selected';
+}
+
+/** What a proofgate App asks for: read and write what it reviews and merges, read what it checks. */
+export const DEFAULT_APP_PERMISSIONS: Readonly<Record<string, AppPermissionLevel>> = {
+  actions: 'read',
+  checks: 'write',
+  contents: 'write',
+  issues: 'write',
+  metadata: 'read',
+  pull_requests: 'write',
+  statuses: 'read',
+};
+
+export const DEFAULT_APP_EVENTS: readonly string[] = ['check_run', 'check_suite', 'issue_comment', 'pull_request', 'pull_request_review', 'push', 'status'];
+
+/** Operations only an App's JWT may call (apps/create-installation-access-token has its own branch). */
+const JWT_OPERATIONS = new Set(['apps/get-authenticated', 'apps/list-installations']);
+
+const JWT_UNDECODABLE = 'A JSON web token could not be decoded';
+const JWT_EXPIRED = "'Expiration time' claim ('exp') must be a numeric value representing the future time at which the assertion expires";
+const JWT_TOO_LONG = "'Expiration time' claim ('exp') is too far in the future";
+const JWT_IAT = "'Issued at' claim ('iat') must be an Integer representing the time that the assertion was issued";
+const NOT_INSTALLATION = 'You must authenticate with an installation access token in order to list repositories for an installation.';
+
 export interface GitHubTestServerOptions {
   readonly owner?: string;
   readonly repo?: string;
@@ -59,15 +109,23 @@ export interface GitHubTestServer {
   readonly requests: RecordedRequest[];
   readonly schemaChecks: SchemaCheck[];
   failNext(failure: InjectedFailure): void;
-  /** Lets a GitHub App (its public key) mint installation tokens acting as `${slug}[bot]`. */
-  registerApp(app: { appId: number; slug: string; publicKey: KeyObject; installationId: number }): void;
+  /**
+   * Lets a GitHub App (its public key) mint installation tokens acting as
+   * `${slug}[bot]`, and answers GET /app, GET /app/installations and
+   * GET /installation/repositories for it. Answers the App as registered.
+   */
+  registerApp(app: AppRegistration): ModelApp;
+  /** The App a token was minted for (null: not an installation token of this server). */
+  installationOf(token: string): ModelApp | null;
   close(): Promise<void>;
 }
 
 export async function startGitHubServer(options: GitHubTestServerOptions = {}): Promise<GitHubTestServer> {
   const model = new RepositoryModel(options.owner ?? 'octo-org', options.repo ?? 'demo');
   const tokens = new Map(Object.entries(options.tokens ?? { 'test-token': 'proofgate-bot' }));
-  const apps = new Map<number, { appId: number; slug: string; publicKey: KeyObject; installationId: number }>();
+  const apps = new Map<number, { app: ModelApp; publicKey: KeyObject }>();
+  /** Installation token -> id of the App it was minted for. */
+  const installationTokens = new Map<string, number>();
   const failures: (InjectedFailure & { left: number })[] = [];
   const requests: RecordedRequest[] = [];
   const schemaChecks: SchemaCheck[] = [];
@@ -106,14 +164,37 @@ export async function startGitHubServer(options: GitHubTestServerOptions = {}): 
     }
     if (route?.operationId === 'apps/create-installation-access-token') {
       const minted = mintInstallationToken(req.headers.authorization, Number(route.params.installation_id));
-      if (typeof minted === 'number') reply(minted, error(minted === 404 ? 'Not Found' : 'A JSON web token could not be decoded', minted));
+      if ('status' in minted) reply(minted.status, error(minted.message, minted.status));
       else reply(201, minted);
       return;
     }
-    const actor = authenticate(req.headers.authorization);
-    if (actor === null) {
-      reply(401, error('Bad credentials', 401));
-      return;
+    let app: ModelApp | null = null;
+    let actor: string | null;
+    if (route !== null && JWT_OPERATIONS.has(route.operationId)) {
+      // GitHub answers any other credential (a user or installation token) as an undecodable JWT.
+      const verified = verifyAppJwt(req.headers.authorization);
+      if ('status' in verified) {
+        reply(verified.status, error(verified.message, verified.status));
+        return;
+      }
+      app = verified.app;
+      actor = `${app.slug}[bot]`;
+    } else {
+      actor = authenticate(req.headers.authorization);
+      if (actor === null && route?.operationId === 'apps/list-repos-accessible-to-installation' && !('status' in verifyAppJwt(req.headers.authorization))) {
+        reply(403, error(NOT_INSTALLATION, 403));
+        return;
+      }
+      if (actor === null) {
+        reply(401, error('Bad credentials', 401));
+        return;
+      }
+      const appId = installationTokens.get(credential(req.headers.authorization) ?? '');
+      app = appId === undefined ? null : (apps.get(appId)?.app ?? null);
+      if (route?.operationId === 'apps/list-repos-accessible-to-installation' && app === null) {
+        reply(403, error(NOT_INSTALLATION, 403));
+        return;
+      }
     }
     if (isGraphql) {
       const { status, body, name } = answerGraphql(raw);
@@ -143,11 +224,13 @@ export async function startGitHubServer(options: GitHubTestServerOptions = {}): 
       query: target.searchParams,
       body,
       actor,
+      app,
+      path: restPath,
       web,
       api: url + restPrefix,
     });
     if (answer === null) reply(404, error('Not Found', 404));
-    else reply(answer.status, answer.body);
+    else reply(answer.status, answer.body, answer.headers);
   }
 
   function answerGraphql(raw: string): { status: number; body: unknown; name: string } {
@@ -174,30 +257,63 @@ export async function startGitHubServer(options: GitHubTestServerOptions = {}): 
     }
   }
 
-  function authenticate(header: string | undefined): string | null {
-    const m = /^(token|bearer)\s+(\S+)$/i.exec(header ?? '');
-    return m === null ? null : (tokens.get(m[2] as string) ?? null);
+  function credential(header: string | undefined): string | null {
+    return /^(?:token|bearer)\s+(\S+)$/i.exec(header ?? '')?.[1] ?? null;
   }
 
-  function mintInstallationToken(header: string | undefined, installationId: number): number | { token: string; expires_at: string } {
+  function authenticate(header: string | undefined): string | null {
+    const token = credential(header);
+    return token === null ? null : (tokens.get(token) ?? null);
+  }
+
+  /**
+   * A GitHub App's JWT: `Bearer` header.payload.signature, RS256-signed by a
+   * registered App's key (`iss` = its id), issued (`iat`) no later than now
+   * and expiring (`exp`) in the future but at most ten minutes ahead, with
+   * GitHub's messages for each refusal (@octokit/auth-app reads the clock
+   * ones to correct its clock).
+   */
+  function verifyAppJwt(header: string | undefined): { app: ModelApp } | { status: 401; message: string } {
+    const refuse = (message: string) => ({ status: 401 as const, message });
     const jwt = /^bearer\s+(\S+)$/i.exec(header ?? '')?.[1];
-    if (jwt === undefined) return 401;
-    const [head, payload, signature] = jwt.split('.');
-    if (head === undefined || payload === undefined || signature === undefined) return 401;
-    let claims: { iss?: unknown; exp?: unknown };
+    if (jwt === undefined) return refuse(JWT_UNDECODABLE);
+    const [head, payload, signature, extra] = jwt.split('.');
+    if (head === undefined || payload === undefined || signature === undefined || extra !== undefined) return refuse(JWT_UNDECODABLE);
+    let claims: { iss?: unknown; exp?: unknown; iat?: unknown; alg?: unknown };
     try {
-      claims = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as { iss?: unknown; exp?: unknown };
+      claims = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as typeof claims;
+      if (typeof claims !== 'object' || claims === null) return refuse(JWT_UNDECODABLE);
     } catch {
-      return 401;
+      return refuse(JWT_UNDECODABLE);
     }
-    const app = apps.get(Number(claims.iss));
-    if (app === undefined) return 401;
-    const valid = verifySignature('RSA-SHA256', Buffer.from(`${head}.${payload}`), app.publicKey, Buffer.from(signature, 'base64url'));
-    if (!valid || typeof claims.exp !== 'number' || claims.exp * 1000 < Date.now()) return 401;
-    if (app.installationId !== installationId) return 404;
+    const registered = apps.get(Number(claims.iss));
+    if (registered === undefined) return refuse(JWT_UNDECODABLE);
+    const valid = verifySignature('RSA-SHA256', Buffer.from(`${head}.${payload}`), registered.publicKey, Buffer.from(signature, 'base64url'));
+    if (!valid) return refuse(JWT_UNDECODABLE);
+    const now = Date.now() / 1000;
+    if (typeof claims.iat !== 'number' || !Number.isInteger(claims.iat) || claims.iat > now + 60) return refuse(JWT_IAT);
+    if (typeof claims.exp !== 'number' || claims.exp < now) return refuse(JWT_EXPIRED);
+    if (claims.exp > now + 600) return refuse(JWT_TOO_LONG);
+    return { app: registered.app };
+  }
+
+  function mintInstallationToken(
+    header: string | undefined,
+    installationId: number,
+  ): { status: number; message: string } | { token: string; expires_at: string; permissions: Record<string, string>; repository_selection: string } {
+    const verified = verifyAppJwt(header);
+    if ('status' in verified) return verified;
+    const { app } = verified;
+    if (app.installationId !== installationId) return { status: 404, message: 'Not Found' };
     const token = `ghs_${randomBytes(18).toString('hex')}`;
     tokens.set(token, `${app.slug}[bot]`);
-    return { token, expires_at: new Date(Date.now() + 3600_000).toISOString().replace(/\.\d{3}Z$/, 'Z') };
+    installationTokens.set(token, app.appId);
+    return {
+      token,
+      expires_at: new Date(Date.now() + 3600_000).toISOString().replace(/\.\d{3}Z$/, 'Z'),
+      permissions: { ...app.permissions },
+      repository_selection: app.repositorySelection,
+    };
   }
 
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -213,9 +329,27 @@ export async function startGitHubServer(options: GitHubTestServerOptions = {}): 
     failNext(failure: InjectedFailure): void {
       failures.push({ ...failure, left: failure.times ?? 1 });
     },
-    registerApp(app): void {
-      apps.set(app.appId, app);
+    registerApp(registration): ModelApp {
+      const app: ModelApp = {
+        appId: registration.appId,
+        slug: registration.slug,
+        name: registration.name ?? registration.slug,
+        description: registration.description ?? null,
+        owner: registration.owner ?? model.owner,
+        permissions: { ...(registration.permissions ?? DEFAULT_APP_PERMISSIONS) },
+        events: [...(registration.events ?? DEFAULT_APP_EVENTS)],
+        installationId: registration.installationId,
+        repositorySelection: registration.repositorySelection ?? 'selected',
+        createdAt: model.epoch,
+      };
+      apps.set(app.appId, { app, publicKey: registration.publicKey });
       model.user(`${app.slug}[bot]`, 'Bot');
+      model.user(app.owner);
+      return app;
+    },
+    installationOf(token: string): ModelApp | null {
+      const appId = installationTokens.get(token);
+      return appId === undefined ? null : (apps.get(appId)?.app ?? null);
     },
     close(): Promise<void> {
       server.closeAllConnections();

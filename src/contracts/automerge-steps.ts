@@ -82,6 +82,13 @@ export const leaseEventSchema = z.strictObject({ owner: name, until: time, relea
 /** Data of any `step` event: its name, its time and JSON details. */
 export const stepEventSchema = z.object({ step: name, at: time }).catchall(jsonValueSchema);
 
+/** How one run of a change's automerge loop ends (`LoopOutcome.kind`; the `job-finished` step records it). */
+export const LOOP_OUTCOME_KINDS = ['merged', 'stopped', 'blocked', 'waiting', 'interrupted', 'parked'] as const;
+export const loopOutcomeKindSchema = z.enum(LOOP_OUTCOME_KINDS);
+/** The wait windows of the loop (src/automerge/loop/waits.ts). */
+export const waitWindowKindSchema = z.enum(['shepherd', 'transient', 'review']);
+const instant = z.iso.datetime();
+
 const finding = z.strictObject({ title: text, evidence: text, path: text.optional(), line: z.number().optional() });
 const checksStep = <K extends string>(step: K) => z.strictObject({ step: z.literal(step), at: time, head: sha });
 
@@ -96,7 +103,13 @@ const checksStep = <K extends string>(step: K) => z.strictObject({ step: z.liter
  * - `merge-attempt`: a merge of `head` was attempted (a merge the forge shows
  *   but the ledger lacks is recorded from it);
  * - `review-verdict`: a review's verdict and its findings (a fix-findings
- *   repair reads them).
+ *   repair reads them);
+ * - `wait-parked`: a loop run with `park` ended in an open wait window (its
+ *   kind, head, opening time, deadline and poll interval, and when the change
+ *   should run again); the next run takes the window back from it, so its
+ *   deadline holds across runs;
+ * - `job-finished`: a job ended (its owner, the outcome kind, the reason, and
+ *   for `parked` the time to run it again).
  */
 export const knownStepSchema = z.discriminatedUnion('step', [
   z.strictObject({
@@ -122,6 +135,25 @@ export const knownStepSchema = z.discriminatedUnion('step', [
     reviewRef: text,
     run: name.nullable(),
     findings: z.array(finding),
+  }),
+  z.strictObject({
+    step: z.literal('wait-parked'),
+    at: time,
+    window: waitWindowKindSchema,
+    head: sha,
+    openedAt: instant,
+    deadline: instant,
+    pollMs: z.number().int().min(0),
+    wakeAt: instant,
+    reason: text,
+  }),
+  z.strictObject({
+    step: z.literal('job-finished'),
+    at: time,
+    owner: name,
+    outcome: loopOutcomeKindSchema,
+    reason: text,
+    wakeAt: instant.optional(),
   }),
 ]);
 

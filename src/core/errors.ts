@@ -42,6 +42,7 @@ export const ERROR_CODES = [
   'RESERVED_IDENTITY',
   'DATA_DIR',
   'DUPLICATE_DELIVERY',
+  'LEASE_LOST',
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];

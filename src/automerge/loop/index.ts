@@ -15,6 +15,7 @@ export * from './repair-step.js';
 export * from './merge-step.js';
 export * from './loop.js';
 export * from './job.js';
+export * from './fence.js';
 export * from './router.js';
 export * from './secret.js';
 export * from './local.js';

@@ -12,6 +12,13 @@
  * revision they were decided on; a concurrent writer makes the append fail
  * with REVISION_CONFLICT and the decision is taken again on fresh state, so
  * two processes never both run one command.
+ *
+ * Fencing: a job appends through `fenced(changeId, owner)`, a view of the
+ * store whose appends to that change are made only while `owner` still holds
+ * the change's lease. The check runs inside the decision, on the fold the
+ * append is made at, so check and append are one compare-and-swap: a lease
+ * another process takes first makes the append a REVISION_CONFLICT, and the
+ * retry sees the new holder and fails with LEASE_LOST (nothing appended).
  */
 import { ProofgateError, isProofgateError, newId, systemClock, type Clock, type JsonValue } from '../../core/index.js';
 import {
@@ -71,6 +78,32 @@ export interface LoadedLedger {
   readonly steps: readonly StepEvent[];
   /** The steps recovery and decisions read (`knownStepSchema`), typed, oldest first. */
   readonly typedSteps: readonly KnownStep[];
+}
+
+/**
+ * Why `owner` may no longer write for the change (pure): a `LEASE_LOST`
+ * error naming the change and the holder, or null while `owner` holds it.
+ * `owner` holds the lease while the change's latest lease event is its own:
+ * another process can only take the lease by appending a lease event, which
+ * every later check sees. An expired lease nobody took is still held (no one
+ * else runs the change), and so is the owner's own released lease (the check
+ * runs its job left behind still record their end) until another owner
+ * acquires it.
+ */
+export function leaseLost(changeId: string, lease: Lease | null, owner: string): ProofgateError | null {
+  if (lease !== null && lease.owner === owner) return null;
+  const holder = lease === null ? 'nobody' : `${lease.owner} (${lease.released ? 'released' : 'until'} ${lease.until})`;
+  return new ProofgateError('LEASE_LOST', `change ${changeId}: the lease is held by ${holder}, not ${owner}; no further effect is made`, {
+    changeId,
+    owner,
+    holder: lease,
+  });
+}
+
+/** The lease holder a `LEASE_LOST` error names (null when the change has no lease at all). */
+export function leaseLostHolder(error: ProofgateError): Lease | null {
+  const holder = error.details?.holder;
+  return typeof holder === 'object' && holder !== null ? (holder as Lease) : null;
 }
 
 /** One validated event of a change stream. */
@@ -208,14 +241,48 @@ export function foldLedgerEvents(changeId: string, events: readonly StoredEvent[
   return view(fold);
 }
 
+/** Appends to `changeId` only while `owner` holds its lease. */
+interface Fence {
+  readonly changeId: string;
+  readonly owner: string;
+}
+
+export interface AppendOptions {
+  /** Append only while this owner holds the change's lease (`leaseLost`), else `LEASE_LOST` and nothing is appended. */
+  readonly heldBy?: string;
+}
+
 export class LedgerStore {
   readonly events: EventStore;
   readonly #clock: Clock;
-  readonly #folds = new Map<string, Fold>();
+  #folds = new Map<string, Fold>();
+  #fence: Fence | null = null;
 
   constructor(events: EventStore, clock: Clock = systemClock) {
     this.events = events;
     this.#clock = clock;
+  }
+
+  /**
+   * A view of this store (same events, same kept folds) whose every append to
+   * `changeId` is made only while `owner` holds the change's lease: steps,
+   * ledger records and lease renewals alike. A job writes through it; an
+   * append after another owner took the lease is `LEASE_LOST`, nothing appended.
+   * Appends to other changes are not fenced.
+   */
+  fenced(changeId: string, owner: string): LedgerStore {
+    const view = new LedgerStore(this.events, this.#clock);
+    view.#folds = this.#folds;
+    view.#fence = { changeId, owner };
+    return view;
+  }
+
+  /** The lease `owner` holds on the change, read afresh; `LEASE_LOST` when it no longer holds it. */
+  async requireLease(changeId: string, owner: string): Promise<Lease> {
+    const { lease } = await this.load(changeId);
+    const lost = leaseLost(changeId, lease, owner);
+    if (lost !== null || lease === null) throw lost ?? new ProofgateError('INTERNAL', `change ${changeId} has no lease`);
+    return lease;
   }
 
   now(): string {
@@ -244,12 +311,16 @@ export class LedgerStore {
    * Decide on the current stream and append what `decide` returns, at the
    * revision it decided on; on REVISION_CONFLICT decide again on fresh state.
    */
-  async appendWith<T>(changeId: string, decide: (loaded: LoadedLedger) => { events: readonly NewEvent[]; result: T }): Promise<T> {
+  async appendWith<T>(changeId: string, decide: (loaded: LoadedLedger) => { events: readonly NewEvent[]; result: T }, options: AppendOptions = {}): Promise<T> {
     const stream = automergeStream(changeId);
+    const heldBy = options.heldBy ?? (this.#fence?.changeId === changeId ? this.#fence.owner : undefined);
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt += 1) {
       const loaded = await this.load(changeId);
       const { events, result } = decide(loaded);
       if (events.length === 0) return result;
+      // Checked on the fold the append is made at: a lease taken since makes the append conflict, and the retry fails here.
+      const lost = heldBy === undefined ? null : leaseLost(changeId, loaded.lease, heldBy);
+      if (lost !== null) throw lost;
       for (const event of events) checkNewEvent(changeId, event);
       try {
         await this.events.append(stream, loaded.revision, events);

@@ -7,6 +7,7 @@
  * merge and never loses one.
  */
 import { errorMessage, isProofgateError } from '../../core/index.js';
+import type { LOOP_OUTCOME_KINDS } from '../../contracts/automerge-steps.js';
 import { decideAutomerge, type AutomergeReasonCode, type ReviewFacts } from '../decide.js';
 import { type AutomergeLedgerState } from '../ledger.js';
 import { withBaseChecks } from './base-checks.js';
@@ -20,11 +21,12 @@ import { headBehindBase, runRepairStep } from './repair-step.js';
 import { runReviewStep } from './review-step.js';
 import { DecisionPresenter, StatusWriter } from './status.js';
 import type { AutomergeEnvironment } from './types.js';
-import { expiredWindow, nextWindow, waitKindFor, waitSettings, type WaitWindow } from './waits.js';
+import { expiredWindow, nextWindow, parkedWakeAt, parkedWindow, waitKindFor, waitSettings, type WaitWindow } from './waits.js';
 
 export type { ManualCommand } from './manual.js';
 
-export type LoopOutcomeKind = 'merged' | 'stopped' | 'blocked' | 'waiting' | 'interrupted';
+/** `merged`, `stopped`, `blocked`, `waiting` (a wait window expired), `interrupted` (aborted) or `parked` (see `LoopOptions.park`). */
+export type LoopOutcomeKind = (typeof LOOP_OUTCOME_KINDS)[number];
 
 export interface LoopOutcome {
   readonly kind: LoopOutcomeKind;
@@ -40,6 +42,8 @@ export interface LoopOutcome {
   /** Repairs that pushed a new head. */
   readonly repairs: number;
   readonly state: AutomergeLedgerState;
+  /** Only for `parked`: when to run the change again (ISO time: now plus the poll interval, or the window's deadline if sooner). */
+  readonly wakeAt?: string;
 }
 
 export interface LoopOptions {
@@ -59,6 +63,15 @@ export interface LoopOptions {
    * for them before it returns.
    */
   readonly background?: (work: Promise<void>) => void;
+  /**
+   * Do not wait in this process (a service's worker, run again by its job
+   * queue): a wait whose window is open is recorded as a `wait-parked` step
+   * and the loop ends `parked` with `wakeAt`; the next run takes that window
+   * back (same head and kind: same deadline). An expired window ends as it
+   * does without `park`. Default false: the loop waits for an event or its
+   * poll (the local CLI, `serve --repo`).
+   */
+  readonly park?: boolean;
 }
 
 /** Facts of a change that is no longer open (nothing is read: the decision is a stop). */
@@ -82,6 +95,7 @@ export async function runAutomergeLoop(env: AutomergeEnvironment, changeId: stri
     it: Iteration,
     head: string | null = it.snapshot.head.sha,
     code?: AutomergeReasonCode,
+    wakeAt?: string,
   ): LoopOutcome => {
     ended = kind;
     return {
@@ -89,6 +103,7 @@ export async function runAutomergeLoop(env: AutomergeEnvironment, changeId: stri
       changeId,
       reason,
       ...(code === undefined ? {} : { code }),
+      ...(wakeAt === undefined ? {} : { wakeAt }),
       head,
       mergeCommit: it.state.merged?.mergeCommit ?? null,
       verdict: latestVerdict(it.verdicts, it.state.merged?.head ?? it.snapshot.head.sha),
@@ -164,13 +179,31 @@ export async function runAutomergeLoop(env: AutomergeEnvironment, changeId: stri
         case 'wait': {
           const head = it.snapshot.head.sha;
           const now = env.clock.now().getTime();
-          window = nextWindow(window, waitKindFor(it.state, head, decision.code), head, now, waitSettings(it.config.automerge, env.waits));
+          // A parked run's window lives in the ledger: the first wait of a run takes it back from there.
+          const open = window ?? (options.park === true ? parkedWindow(it.loaded.steps) : null);
+          window = nextWindow(open, waitKindFor(it.state, head, decision.code), head, now, waitSettings(it.config.automerge, env.waits));
           if (now >= window.deadline) {
             await env.store.step(changeId, 'wait-expired', { window: window.kind, reason: decision.reason });
             const end = expiredWindow(window, decision);
             if (end.kind === 'waiting') return outcome('waiting', end.reason, it, undefined, decision.code);
             await presenter.show(it, end.decision);
             return outcome('blocked', end.decision.reason, it, undefined, decision.code);
+          }
+          if (options.park === true) {
+            // An event that arrived since this turn's read: look again rather than park past it.
+            if (env.signals.take(changeId)) break;
+            const wakeAt = new Date(parkedWakeAt(window, now)).toISOString();
+            await env.store.step(changeId, 'wait-parked', {
+              window: window.kind,
+              head,
+              openedAt: new Date(window.openedAt).toISOString(),
+              deadline: new Date(window.deadline).toISOString(),
+              pollMs: window.pollMs,
+              wakeAt,
+              reason: decision.reason,
+            });
+            progress(`parked until ${wakeAt} (${window.kind} wait window open until ${new Date(window.deadline).toISOString()})`);
+            return outcome('parked', decision.reason, it, undefined, decision.code, wakeAt);
           }
           // An event (a check finishing, a push, a comment) wakes the loop at once; the poll is the fallback.
           const woke = await env.signals.wait(changeId, Math.min(window.pollMs, window.deadline - now), signal);

@@ -73,14 +73,27 @@ export class StatusWriter {
   readonly #forge: Forge;
   readonly #secret: MarkerSecret;
   readonly #intent: string;
-  readonly #chains = new Map<string, Promise<unknown>>();
-  readonly #written = new Map<string, ForgeComment>();
-  readonly #labels = new Map<string, readonly string[]>();
+  #chains = new Map<string, Promise<unknown>>();
+  #written = new Map<string, ForgeComment>();
+  #labels = new Map<string, readonly string[]>();
 
   constructor(forge: Forge, secret: MarkerSecret, intent: string = DEFAULT_STATUS_INTENT) {
     this.#forge = forge;
     this.#secret = secret;
     this.#intent = intent;
+  }
+
+  /**
+   * This writer, writing through `forge` (a job's fenced forge): the same
+   * queue of writes per change and the same memory of the comment and labels
+   * written, so the router's writes and the job's edit one status comment.
+   */
+  through(forge: Forge): StatusWriter {
+    const view = new StatusWriter(forge, this.#secret, this.#intent);
+    view.#chains = this.#chains;
+    view.#written = this.#written;
+    view.#labels = this.#labels;
+    return view;
   }
 
   get intent(): string {

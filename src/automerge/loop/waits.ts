@@ -8,11 +8,18 @@
  * approvals (each 600000 ms by default, polled every 15000 ms). The first two
  * end the loop as waiting; the review window ends it blocked, since only a
  * person can approve (an approval restarts the change).
+ *
+ * A loop run with `park` (a service's worker) does not wait in its process:
+ * it records the open window in the ledger (a `wait-parked` step) and ends,
+ * and the next run of the change takes the window back from that step
+ * (`parkedWindow`), so a window's deadline holds however many runs it spans.
  */
 import { systemClock, type Clock } from '../../core/index.js';
+import { knownStepSchema } from '../../contracts/automerge-steps.js';
 import type { AutomergeConfig } from '../../contracts/repo-config.js';
 import type { AutomergeDecision } from '../decide.js';
 import type { AutomergeLedgerState } from '../ledger.js';
+import type { StepEvent } from './ledger-store.js';
 
 export interface WaitSettings {
   /** Window after a repair push (default 600000 ms). */
@@ -75,6 +82,31 @@ export function nextWindow(current: WaitWindow | null, kind: WaitKind, head: str
   return { kind, head, openedAt: now, deadline: now + waitMs, pollMs };
 }
 
+/**
+ * The window a parked run left open (pure): the window of the last
+ * `wait-parked` step, unless a later step closed it (a decision other than a
+ * wait, as a loop that keeps running forgets its window then, or the window's
+ * expiry). `nextWindow` keeps it only for the same head and kind.
+ */
+export function parkedWindow(steps: readonly StepEvent[]): WaitWindow | null {
+  for (let index = steps.length - 1; index >= 0; index -= 1) {
+    const step = steps[index];
+    if (step === undefined) continue;
+    if (step.step === 'wait-expired' || (step.step === 'decision' && step.kind !== 'wait')) return null;
+    if (step.step !== 'wait-parked') continue;
+    const parsed = knownStepSchema.safeParse(step);
+    if (!parsed.success || parsed.data.step !== 'wait-parked') return null;
+    const { window, head, openedAt, deadline, pollMs } = parsed.data;
+    return { kind: window, head, openedAt: Date.parse(openedAt), deadline: Date.parse(deadline), pollMs };
+  }
+  return null;
+}
+
+/** When a parked change should run again (pure): after its poll interval, or at its window's deadline when that comes first. */
+export function parkedWakeAt(window: WaitWindow, now: number): number {
+  return now + Math.max(0, Math.min(window.pollMs, window.deadline - now));
+}
+
 /** How a wait whose window has expired ends (pure). */
 export type ExpiredWindow = { readonly kind: 'waiting'; readonly reason: string } | { readonly kind: 'blocked'; readonly decision: AutomergeDecision };
 
@@ -127,6 +159,11 @@ export class ChangeSignals {
   /** Forget a kept notification (call right before reading fresh state). */
   clear(changeId: string): void {
     this.#pending.delete(changeId);
+  }
+
+  /** Take a kept notification: true when one arrived since the last `clear` (a loop that parks looks again instead). */
+  take(changeId: string): boolean {
+    return this.#pending.delete(changeId);
   }
 
   /** Resolve on the next notification of `changeId`, after `timeoutMs`, or on abort: says which. */

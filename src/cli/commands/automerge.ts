@@ -9,8 +9,11 @@ import { resolveDataDir } from '../data-dir.js';
 import { emit, setExitStatus, usageError } from '../io.js';
 import { untrustedText } from '../untrusted-text.js';
 
-/** Exit status per loop outcome: 0 merged, 3 blocked, 4 still waiting, 5 stopped or interrupted. */
-export const AUTOMERGE_EXIT: Record<LoopOutcome['kind'], number> = { merged: 0, blocked: 3, waiting: 4, stopped: 5, interrupted: 5 };
+/**
+ * Exit status per loop outcome: 0 merged, 3 blocked, 4 still waiting (also
+ * `parked`, which only a job queue's worker asks for), 5 stopped or interrupted.
+ */
+export const AUTOMERGE_EXIT: Record<LoopOutcome['kind'], number> = { merged: 0, blocked: 3, waiting: 4, parked: 4, stopped: 5, interrupted: 5 };
 
 interface AutomergeFlags {
   repo?: string;

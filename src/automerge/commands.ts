@@ -1,5 +1,6 @@
 /**
- * Maintainer commands in change comments: `/proofgate <cmd>` or `@proofgate <cmd>`,
+ * Maintainer commands in change comments: `/proofgate <cmd>` or `@proofgate <cmd>`
+ * (and `@<slug> <cmd>` for a GitHub App, see `commandMention`),
  * one command per whole line. Lines inside fenced code blocks (``` or ~~~),
  * indented code (4+ columns), block quotes (with their lazy continuation lines),
  * HTML comments and HTML `<pre>` / `<code>` elements (any case, with attributes,
@@ -34,6 +35,23 @@ const FULL_SHA = /^[0-9a-f]{40}$/;
 /** A token that looks like a commit id (7+ hex digits): it must then be a full sha. */
 const SHA_LIKE = /^[0-9a-f]{7,}$/i;
 const COMMAND_LINE = /^(?:\/|@)proofgate(?:[ \t]+(.*))?$/i;
+/** A name commands may also be addressed to (`@name`): a GitHub App's slug. */
+const MENTION = /^[a-z0-9](?:[a-z0-9-]{0,38})$/i;
+
+/**
+ * The extra name commands answer to for an identity (pure): a GitHub App
+ * `slug[bot]` is addressed as `@slug`; `proofgate` itself, or a login that
+ * is not a slug, adds nothing.
+ */
+export function commandMention(selfLogin: string): string | null {
+  const name = selfLogin.replace(/\[bot\]$/i, '');
+  return MENTION.test(name) && name.toLowerCase() !== 'proofgate' ? name.toLowerCase() : null;
+}
+
+function commandLine(mention: string | null): RegExp {
+  if (mention === null || !MENTION.test(mention)) return COMMAND_LINE;
+  return new RegExp(`^(?:[/@]proofgate|@${mention})(?:[ \\t]+(.*))?$`, 'i');
+}
 const FENCE_OPEN = /^ {0,3}(`{3,}|~{3,})(.*)$/;
 /** An HTML `<pre>` / `<code>` tag, opening or closing, with attributes (the `>` may be on a later line). */
 const HTML_CODE_TAG = /<(\/?)(pre|code)(?=[\s/>]|$)[^>]*(?:>|$)/gi;
@@ -145,7 +163,8 @@ type BlockState =
  * Every command line in a comment body, in order. Never throws: an unreadable
  * command is an `unknown` or `invalid` entry for the router to answer.
  */
-export function parseCommands(body: string): ParsedCommand[] {
+export function parseCommands(body: string, mention: string | null = null): ParsedCommand[] {
+  const pattern = commandLine(mention);
   const lines = body.split(/\r\n|\r|\n/);
   const found: ParsedCommand[] = [];
   let state: BlockState = { kind: 'text' };
@@ -208,7 +227,7 @@ export function parseCommands(body: string): ParsedCommand[] {
       state = { kind: 'html-code', tag: htmlCode };
       continue;
     }
-    const match = COMMAND_LINE.exec(trimmed);
+    const match = pattern.exec(trimmed);
     if (match === null) continue;
     const command = parseCommandText(trimmed, match[1] ?? '');
     found.push({ ...command, line: index + 1, source: trimmed });

@@ -17,3 +17,9 @@ export { DEFAULT_MAX_BODY_BYTES, createServiceServer, webhookAnswer } from './ht
 export type { Answer, ServiceServer, ServiceServerOptions } from './http.js';
 export { parseRefList, refMoves, refWakes, startLocalService } from './local.js';
 export type { LocalService, LocalServiceOptions, RefMove, RefWake } from './local.js';
+export { INTAKE_NAMESPACE, startGitHubService } from './github/service.js';
+export type { GitHubService, GitHubServiceOptions, GitHubServiceStorage } from './github/service.js';
+export { GitHubAppClient } from './github/app.js';
+export type { AppIdentity, InstallationRepository, ListedPull } from './github/app.js';
+export { RECONCILE_QUEUE, TASK, changeQueue, checkRepository, jobsForDelivery, reconcileJob, repositoryJob, resumeJob, sweepJob } from './github/work.js';
+export type { DeliveryWork, PullAddress, RecordRef, SweepSince } from './github/work.js';

@@ -164,7 +164,7 @@ function settled(): Deferred & { reject(error: unknown): void } {
 function jobOutcome(result: JobResult): Record<string, unknown> {
   return result.kind === 'ran'
     ? { outcome: result.outcome.kind, reason: result.outcome.reason, head: result.outcome.head, mergeCommit: result.outcome.mergeCommit }
-    : { outcome: 'held-elsewhere', holder: result.holder.owner };
+    : { outcome: result.kind, holder: result.holder.owner };
 }
 
 export async function startLocalService(options: LocalServiceOptions): Promise<LocalService> {

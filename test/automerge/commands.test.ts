@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { commandText, parseCommands, type AutomergeCommand } from '../../src/automerge/index.js';
+import { commandMention, commandText, parseCommands, type AutomergeCommand } from '../../src/automerge/index.js';
 
 const SHA = '0123456789abcdef0123456789abcdef01234567';
 
@@ -183,5 +183,36 @@ describe('commandText', () => {
   ];
   it.each(rows)('%j', (command, text) => {
     expect(commandText(command)).toBe(text);
+  });
+});
+
+describe('commands addressed to a GitHub App by its name', () => {
+  it('commandMention: an App `slug[bot]` answers to @slug; proofgate itself and non-slugs add nothing', () => {
+    expect(commandMention('proofgate-acme[bot]')).toBe('proofgate-acme');
+    expect(commandMention('Merge-Bot[bot]')).toBe('merge-bot');
+    expect(commandMention('proofgate[bot]')).toBeNull();
+    expect(commandMention('proofgate')).toBeNull();
+    expect(commandMention('bad.name[bot]')).toBeNull();
+    expect(commandMention('-x[bot]')).toBeNull();
+  });
+
+  it('parseCommands with a mention takes @slug lines (any case) besides /proofgate and @proofgate, and nothing that only starts like it', () => {
+    const body = [
+      '@proofgate-acme automerge',
+      '@Proofgate-ACME stop',
+      '/proofgate status',
+      '@proofgate-acmex review',
+      '@proofgate-acme-x review',
+      '/proofgate-acme rebase',
+    ].join('\n');
+    expect(parseCommands(body, 'proofgate-acme').map((c) => c.kind)).toEqual(['automerge', 'stop', 'status']);
+    // Without the mention (the local forge, or another App) the slug is no command at all.
+    expect(parseCommands(body).map((c) => c.kind)).toEqual(['status']);
+    // Quoted or fenced, an @slug line is no command either.
+    expect(parseCommands('> @proofgate-acme automerge\n```\n@proofgate-acme automerge\n```', 'proofgate-acme')).toEqual([]);
+  });
+
+  it('a mention that is not a slug is ignored rather than built into the pattern', () => {
+    expect(parseCommands('@.* automerge\n/proofgate stop', '.*').map((c) => c.kind)).toEqual(['stop']);
   });
 });

@@ -4,7 +4,6 @@
  * once, ref moves made outside proofgate wake a change, SIGTERM ends the
  * process with exit 0, and two services on one repository merge a change once.
  */
-import { generateKeyPairSync } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -290,28 +289,20 @@ describe('proofgate serve --repo (built CLI)', { timeout: 240_000 }, () => {
 });
 
 describe('proofgate serve: usage', { timeout: 120_000 }, () => {
-  it('without --repo: one usage line (exit 2); with GitHub settings: one CONFIG line saying serving the App is not available (exit 1)', async () => {
+  it('without --repo and without GitHub settings: one usage line (exit 2); a bad --grace-seconds: one usage line; --help tells both ways', async () => {
     const bare = await runCliAsync(['serve']);
     expect(bare.status).toBe(2);
     expect(bare.stderr.trim().split('\n')).toEqual([
-      'proofgate: proofgate serve needs --repo DIR, the local repository to serve (serving a GitHub App is not available in this version) [USAGE]',
-    ]);
-    const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
-    const env = {
-      PROOFGATE_GITHUB_APP_ID: '12345',
-      PROOFGATE_GITHUB_PRIVATE_KEY: privateKey.export({ type: 'pkcs1', format: 'pem' }).toString(),
-      PROOFGATE_GITHUB_WEBHOOK_SECRET: 'a webhook secret',
-    };
-    const github = await runCliAsync(['serve'], { env });
-    expect(github.status).toBe(1);
-    expect(github.stderr.trim().split('\n')).toEqual([
-      'proofgate: the PROOFGATE_GITHUB_* settings are set, but serving a GitHub App is not available in this version; proofgate serve --repo DIR serves a local repository [CONFIG]',
+      'proofgate: proofgate serve needs the PROOFGATE_GITHUB_* settings (a GitHub App: see docs/service.md), or --repo DIR to serve a local repository [USAGE]',
     ]);
     const grace = await runCliAsync(['serve', '--repo', '.', '--grace-seconds', 'soon']);
     expect(grace.status).toBe(2);
     expect(grace.stderr.trim().split('\n')).toEqual(['proofgate: --grace-seconds must be an integer from 0 to 3600 [USAGE]']);
     const help = await runCliAsync(['serve', '--help']);
     expect(help.status).toBe(0);
-    expect(help.stdout).toContain('Serving\na GitHub App is not available in this version.');
+    expect(help.stdout).toContain('proofgate serve --repo DIR     one local repository');
+    expect(help.stdout).toContain('proofgate serve                a GitHub App');
+    expect(help.stdout).toContain('--database-url <url>');
+    expect(help.stdout).toContain('--workers <n>');
   });
 });

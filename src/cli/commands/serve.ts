@@ -1,14 +1,17 @@
+import { homedir } from 'node:os';
+import { join } from 'node:path';
 import type { Command } from 'commander';
 import pino, { type Logger } from 'pino';
-import { ProofgateError } from '../../core/index.js';
 import { GitRepository, defaultLocalDataDir } from '../../forge/local/index.js';
-import { SETTING, serveOptionsFrom, startLocalService, type ServeOptions } from '../../service/index.js';
+import { SETTING, serveOptionsFrom, startGitHubService, startLocalService, type ServeOptions } from '../../service/index.js';
 import { resolveDataDir } from '../data-dir.js';
 import { usageError } from '../io.js';
 
 interface ServeCommandFlags {
   repo?: string;
   data?: string;
+  databaseUrl?: string;
+  workers?: string;
   port?: string;
   host?: string;
   http?: boolean;
@@ -19,23 +22,32 @@ export const DEFAULT_GRACE_SECONDS = 30;
 const MAX_GRACE_SECONDS = 3600;
 
 const SERVE_HELP = `
-This version serves one local repository (--repo DIR): it routes the
-proofgate commands of comments posted by any process (e.g. 'proofgate change
-comment' in another terminal), and a push to a change's branch or to its base
-wakes that change, or starts its automerge again when automerge is on. Serving
-a GitHub App is not available in this version.
+Two ways to run:
+
+  proofgate serve --repo DIR     one local repository: routes the proofgate
+      commands of comments posted by any process (e.g. 'proofgate change
+      comment' in another terminal); a push to a change's branch or to its
+      base wakes that change, or starts its automerge again when it is on.
+      HTTP: GET /healthz and GET /readyz only.
+
+  proofgate serve                a GitHub App, from the PROOFGATE_GITHUB_*
+      settings (docs/service.md): POST /webhooks takes signed deliveries
+      (202 once recorded; a delivery seen before is 200 and does nothing);
+      jobs go to a queue in the store (--data, the embedded SQLite store) or
+      in PostgreSQL (--database-url or PROOFGATE_DATABASE_URL), where several
+      processes on several machines share the work: one job per pull request
+      at a time, a change that waits frees its worker, a dead worker's jobs
+      are taken over. A reconciliation pass at start and every 10 minutes
+      finds what missed deliveries left behind.
 
 Logs are JSON lines (pino) on stderr: a "listening" line with the URL (useful
-with --port 0, which picks a free port), a "progress" line per step of an
-automerge job (changeId, text), and lines for the start and the end of jobs
-and of the service. HTTP: GET /healthz (the process answers) and GET /readyz
-(the store answers and the service is not stopping); there is no webhook route.
+with --port 0, which picks a free port), a line per step of an automerge job,
+and lines for jobs and for the service.
 
 SIGTERM or SIGINT: no new job starts, running jobs get --grace-seconds to end,
 the rest are interrupted (each stops at its next safe point and releases its
-lease), the stores close and the exit status is 0. A second signal interrupts
-the running jobs at once. Several 'serve --repo' processes on one repository
-share its store: a change's job runs in one process at a time (a lease).
+lease; a queued job is released to run again), the stores close and the exit
+status is 0. A second signal interrupts the running jobs at once.
 `;
 
 /** `--grace-seconds`: an integer from 0 to 3600 (default 30). */
@@ -59,13 +71,58 @@ function serviceLogger(): Logger {
   return pino({ name: 'proofgate', base: { pid: process.pid }, timestamp: pino.stdTimeFunctions.isoTime }, pino.destination({ fd: 2, sync: true }));
 }
 
+/** Run until a signal stops `service` (SIGTERM or SIGINT; a second one interrupts at once). */
+async function untilSignal(
+  service: { stop(graceMs: number): Promise<void>; readonly stopped: Promise<void> },
+  logger: Logger,
+  graceSeconds: number,
+): Promise<void> {
+  let signals = 0;
+  const onSignal = (signal: NodeJS.Signals): void => {
+    signals += 1;
+    logger.info({ signal, graceSeconds: signals === 1 ? graceSeconds : 0 }, 'signal received');
+    void service.stop(signals === 1 ? graceSeconds * 1000 : 0).catch(() => undefined);
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+  try {
+    await service.stopped;
+  } finally {
+    process.off('SIGTERM', onSignal);
+    process.off('SIGINT', onSignal);
+  }
+}
+
+/** `proofgate serve` without --repo: the GitHub App service. */
+async function serveGitHubApp(options: ServeOptions, graceSeconds: number): Promise<void> {
+  const github = options.settings.github;
+  if (github === null) {
+    throw usageError('proofgate serve needs the PROOFGATE_GITHUB_* settings (a GitHub App: see docs/service.md), or --repo DIR to serve a local repository');
+  }
+  const logger = serviceLogger();
+  const dataDir = resolveDataDir(options.storage.kind === 'sqlite' ? (options.storage.dataDir ?? undefined) : undefined, join(homedir(), '.proofgate'));
+  const service = await startGitHubService({
+    app: github,
+    storage: options.storage.kind === 'postgres' ? { kind: 'postgres', url: options.storage.url, workDir: dataDir } : { kind: 'sqlite', dataDir },
+    markerSecret: options.settings.markerSecret,
+    host: options.host,
+    port: options.port,
+    http: options.http,
+    workers: options.workers,
+    logger,
+  });
+  await untilSignal(service, logger, graceSeconds);
+}
+
 export function registerServeCommands(program: Command): void {
   program
     .command('serve')
-    .description('serve a local repository: route comment commands and follow branch moves, until SIGTERM or SIGINT; JSON logs on stderr')
-    .option('--repo <dir>', 'the local git repository to serve (required in this version)')
-    .option('--data <dir>', 'state directory (default: $PROOFGATE_DATA_DIR, else .git/proofgate/ of the repository)')
-    .option('--port <n>', 'HTTP port for /healthz and /readyz; 0 picks a free one (default 8080)')
+    .description('serve a GitHub App (webhooks, job queue, workers) or, with --repo, a local repository, until SIGTERM or SIGINT; JSON logs on stderr')
+    .option('--repo <dir>', 'serve this local git repository instead of a GitHub App')
+    .option('--data <dir>', 'state directory (default: $PROOFGATE_DATA_DIR, else .git/proofgate/ of the repository with --repo, else ~/.proofgate)')
+    .option('--database-url <url>', 'PostgreSQL for the GitHub App service, shared by several processes (default: $PROOFGATE_DATABASE_URL)')
+    .option('--workers <n>', 'jobs run at once in this process, 1 to 64 (default 1)')
+    .option('--port <n>', 'HTTP port (/webhooks, /healthz, /readyz); 0 picks a free one (default 8080)')
     .option('--host <host>', 'address to listen on (default 127.0.0.1)')
     .option('--no-http', 'listen on nothing')
     .option(
@@ -75,15 +132,13 @@ export function registerServeCommands(program: Command): void {
     .addHelpText('after', SERVE_HELP)
     .action(async (flags: ServeCommandFlags) => {
       const graceSeconds = graceSecondsFrom(flags.graceSeconds);
-      const options = serveOptionsFrom({ port: flags.port, host: flags.host, data: flags.data, http: flags.http, repo: flags.repo }, process.env);
+      const options = serveOptionsFrom(
+        { port: flags.port, host: flags.host, data: flags.data, databaseUrl: flags.databaseUrl, workers: flags.workers, http: flags.http, repo: flags.repo },
+        process.env,
+      );
       if (options.repo === null) {
-        if (options.settings.github !== null) {
-          throw new ProofgateError(
-            'CONFIG',
-            'the PROOFGATE_GITHUB_* settings are set, but serving a GitHub App is not available in this version; proofgate serve --repo DIR serves a local repository',
-          );
-        }
-        throw usageError('proofgate serve needs --repo DIR, the local repository to serve (serving a GitHub App is not available in this version)');
+        await serveGitHubApp(options, graceSeconds);
+        return;
       }
       const repo = await GitRepository.open(options.repo);
       const dataDir = resolveDataDir(flags.data, defaultLocalDataDir(repo));
@@ -98,17 +153,6 @@ export function registerServeCommands(program: Command): void {
         http: options.http,
         logger,
       });
-      const onSignal = (signal: NodeJS.Signals): void => {
-        logger.info({ signal, graceSeconds }, 'signal received');
-        void service.stop(graceSeconds * 1000).catch(() => undefined);
-      };
-      process.on('SIGTERM', onSignal);
-      process.on('SIGINT', onSignal);
-      try {
-        await service.stopped;
-      } finally {
-        process.off('SIGTERM', onSignal);
-        process.off('SIGINT', onSignal);
-      }
+      await untilSignal(service, logger, graceSeconds);
     });
 }

@@ -18,7 +18,8 @@ export type GitHubAuth =
       readonly kind: 'app';
       readonly appId: number | string;
       readonly privateKey: string;
-      readonly installationId: number;
+      /** The installation whose token authenticates requests; absent: the App itself (its JWT), for the `/app` endpoints only. */
+      readonly installationId?: number;
     };
 
 export interface GitHubRetryOptions {
@@ -96,7 +97,7 @@ export function createGitHubClient(options: GitHubClientOptions): GitHubOctokit 
   return new GitHubOctokit({
     ...common,
     authStrategy: createAppAuth,
-    auth: { appId: auth.appId, privateKey: auth.privateKey, installationId: auth.installationId },
+    auth: { appId: auth.appId, privateKey: auth.privateKey, ...(auth.installationId === undefined ? {} : { installationId: auth.installationId }) },
   });
 }
 

@@ -1,0 +1,171 @@
+/**
+ * The GitHub App as the service uses it: the App's own identity (its JWT:
+ * `GET /app` for the slug, `GET /app/installations`), and one client per
+ * installation whose token @octokit/auth-app mints, caches and refreshes
+ * before it expires. Forges are made per repository from the installation's
+ * client, so every repository of one installation shares one token.
+ */
+import type { Logger } from 'pino';
+import { ProofgateError } from '../../core/index.js';
+import { createGitHubClient, type GitHubOctokit, type GitHubRetryOptions, type GitHubThrottleOptions } from '../../forge/github/client.js';
+import { forgeError } from '../../forge/github/errors.js';
+import type { GitHubAppSettings } from '../settings.js';
+
+export interface GitHubAppClientOptions {
+  readonly settings: Pick<GitHubAppSettings, 'appId' | 'privateKey' | 'apiUrl'>;
+  readonly logger?: Logger;
+  readonly retry?: GitHubRetryOptions;
+  readonly throttle?: GitHubThrottleOptions;
+}
+
+/** The App as `GET /app` describes it. */
+export interface AppIdentity {
+  readonly id: number;
+  readonly slug: string;
+  /** The login its comments and pushes carry: `slug[bot]`. */
+  readonly botLogin: string;
+}
+
+export interface InstallationRepository {
+  readonly installationId: number;
+  /** `owner/name`. */
+  readonly repository: string;
+  readonly owner: string;
+  readonly name: string;
+  readonly fork: boolean;
+}
+
+/** An open pull request as the issue list shows it. */
+export interface ListedPull {
+  readonly number: number;
+  readonly labels: readonly string[];
+  readonly updatedAt: string;
+}
+
+/** Most pages read of one list (100 items a page). */
+const MAX_PAGES = 50;
+
+export class GitHubAppClient {
+  readonly #options: GitHubAppClientOptions;
+  readonly #app: GitHubOctokit;
+  readonly #installations = new Map<number, GitHubOctokit>();
+
+  constructor(options: GitHubAppClientOptions) {
+    this.#options = options;
+    this.#app = this.#client(undefined);
+  }
+
+  #client(installationId: number | undefined): GitHubOctokit {
+    const { settings } = this.#options;
+    return createGitHubClient({
+      auth: { kind: 'app', appId: settings.appId, privateKey: settings.privateKey, ...(installationId === undefined ? {} : { installationId }) },
+      baseUrl: settings.apiUrl,
+      ...(this.#options.logger === undefined ? {} : { logger: this.#options.logger }),
+      ...(this.#options.retry === undefined ? {} : { retry: this.#options.retry }),
+      ...(this.#options.throttle === undefined ? {} : { throttle: this.#options.throttle }),
+    });
+  }
+
+  /** The client of one installation (one per process; its token is cached and refreshed by the auth strategy). */
+  installation(installationId: number): GitHubOctokit {
+    if (!Number.isSafeInteger(installationId) || installationId <= 0) throw new ProofgateError('INVALID_INPUT', `installation id must be a positive integer`);
+    let client = this.#installations.get(installationId);
+    if (client === undefined) {
+      client = this.#client(installationId);
+      this.#installations.set(installationId, client);
+    }
+    return client;
+  }
+
+  /** `GET /app`: who the App is. A key GitHub does not take is FORGE_AUTH. */
+  async identity(): Promise<AppIdentity> {
+    try {
+      const { data } = await this.#app.request('GET /app');
+      const slug = (data as { slug?: unknown } | null)?.slug;
+      const id = (data as { id?: unknown } | null)?.id;
+      if (typeof slug !== 'string' || slug === '' || typeof id !== 'number')
+        throw new ProofgateError('FORGE_API', 'GET /app answered without the App id and slug');
+      return { id, slug, botLogin: `${slug}[bot]` };
+    } catch (error) {
+      throw forgeError('App lookup', error);
+    }
+  }
+
+  /** `GET /app/installations`: every installation's id. */
+  async installationIds(): Promise<number[]> {
+    const ids: number[] = [];
+    for (let page = 1; page <= MAX_PAGES; page++) {
+      let data: unknown;
+      try {
+        ({ data } = await this.#app.request('GET /app/installations', { per_page: 100, page }));
+      } catch (error) {
+        throw forgeError('installation list', error);
+      }
+      const list = Array.isArray(data) ? (data as { id?: unknown }[]) : [];
+      for (const item of list) if (typeof item.id === 'number') ids.push(item.id);
+      if (list.length < 100) break;
+    }
+    return ids;
+  }
+
+  /** `GET /installation/repositories` with the installation's token. */
+  async repositories(installationId: number): Promise<InstallationRepository[]> {
+    const client = this.installation(installationId);
+    const found: InstallationRepository[] = [];
+    for (let page = 1; page <= MAX_PAGES; page++) {
+      let data: { repositories?: unknown };
+      try {
+        ({ data } = (await client.request('GET /installation/repositories', { per_page: 100, page })) as { data: { repositories?: unknown } });
+      } catch (error) {
+        throw forgeError('repository list', error);
+      }
+      const list = Array.isArray(data.repositories)
+        ? (data.repositories as { full_name?: unknown; name?: unknown; owner?: { login?: unknown }; fork?: unknown }[])
+        : [];
+      for (const repo of list) {
+        if (typeof repo.name !== 'string' || typeof repo.owner?.login !== 'string') continue;
+        found.push({ installationId, repository: `${repo.owner.login}/${repo.name}`, owner: repo.owner.login, name: repo.name, fork: repo.fork === true });
+      }
+      if (list.length < 100) break;
+    }
+    return found;
+  }
+
+  /**
+   * Open pull requests of a repository (issues that are pull requests), the
+   * most recently updated first; `since`: only those updated at or after it.
+   */
+  async openPulls(installationId: number, owner: string, repo: string, since: string | null): Promise<ListedPull[]> {
+    const client = this.installation(installationId);
+    const found: ListedPull[] = [];
+    for (let page = 1; page <= MAX_PAGES; page++) {
+      let data: unknown;
+      try {
+        ({ data } = await client.request('GET /repos/{owner}/{repo}/issues', {
+          owner,
+          repo,
+          state: 'open',
+          sort: 'updated',
+          direction: 'desc',
+          per_page: 100,
+          page,
+          ...(since === null ? {} : { since }),
+        }));
+      } catch (error) {
+        throw forgeError('pull request list', error);
+      }
+      const list = Array.isArray(data) ? (data as { number?: unknown; pull_request?: unknown; labels?: unknown; updated_at?: unknown }[]) : [];
+      for (const issue of list) {
+        if (typeof issue.number !== 'number' || issue.pull_request === undefined || issue.pull_request === null) continue;
+        const labels = Array.isArray(issue.labels)
+          ? (issue.labels as unknown[])
+              .map((label) => (typeof label === 'string' ? label : (label as { name?: unknown }).name))
+              .filter((n): n is string => typeof n === 'string')
+          : [];
+        found.push({ number: issue.number, labels, updatedAt: typeof issue.updated_at === 'string' ? issue.updated_at : '' });
+      }
+      if (list.length < 100) break;
+    }
+    return found;
+  }
+}

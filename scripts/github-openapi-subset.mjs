@@ -81,6 +81,8 @@ const OPERATIONS = [
   'checks/list-for-suite',
   'git/create-ref',
   'git/get-commit',
+  // added later: deleting a merged change's head branch (automerge.deleteHeadBranch)
+  'git/delete-ref',
 ];
 
 /** Operation members kept; the rest (summary, description, tags, externalDocs, x-github, x-octokit) is prose or SDK metadata. */

@@ -18,6 +18,27 @@ export interface CheckPolicy {
   readonly expectChecks?: boolean;
 }
 
+/**
+ * The check policy with the forge's own required checks added (pure; GitHub:
+ * the base's branch protection, `ChangeSnapshot.requiredChecks`). Each joins
+ * `required`, so one that has not reported on the head is pending, and is
+ * taken out of `ignored`: the forge merges nothing without it, so ignoring it
+ * would only end in refused merges. Names compare case-insensitively; with
+ * none to add, `policy` itself is returned.
+ */
+export function withForgeRequired(policy: CheckPolicy, forgeRequired: readonly string[] | undefined): CheckPolicy {
+  if (forgeRequired === undefined || forgeRequired.length === 0) return policy;
+  const forced = new Set(forgeRequired.map((name) => name.toLowerCase()));
+  const required = [...(policy.required ?? [])];
+  const known = new Set(required.map((name) => name.toLowerCase()));
+  for (const name of forgeRequired) {
+    if (known.has(name.toLowerCase())) continue;
+    known.add(name.toLowerCase());
+    required.push(name);
+  }
+  return { ...policy, ignored: policy.ignored.filter((name) => !forced.has(name.toLowerCase())), required };
+}
+
 /** Non-gating automation that reports as checks on many repositories. */
 export const DEFAULT_IGNORED_CHECKS: readonly string[] = ['Labeler', 'Stale', 'auto-response', 'proofgate dispatch'];
 

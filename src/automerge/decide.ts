@@ -5,12 +5,13 @@
  * Merge is returned only for the exact current head, with a trusted CONFIRMED
  * marker naming that head whose diff, contract and config digests equal the
  * live ones and whose stored record still resolves, a maintainer's approval
- * when the change touches what proofgate trusts, no pending or failed check,
- * ready mergeability, and, last, the forge's review decision (required
- * approvals given, no changes requested).
+ * when the change touches what proofgate trusts, no pending or failed check
+ * (a check the forge requires, `snapshot.requiredChecks`, that has not
+ * reported is pending), ready mergeability, and, last, the forge's review
+ * decision (required approvals given, no changes requested).
  */
 import type { ChangeSnapshot } from '../forge/port.js';
-import { DEFAULT_IGNORED_CHECKS, compareWithBase, summarizeChecks, type CheckPolicy, type TerminalBlocker } from './checks.js';
+import { DEFAULT_IGNORED_CHECKS, compareWithBase, summarizeChecks, withForgeRequired, type CheckPolicy, type TerminalBlocker } from './checks.js';
 import { automergeActive, type AutomergeLedgerState, type RepairKind, type ReviewRecord } from './ledger.js';
 import type { TrustedVerdict, VerdictBindings } from './markers.js';
 
@@ -254,9 +255,11 @@ export function decideAutomerge(
     return repairOrBlock('rebase', 'behind', `head ${short(head)} is behind ${snapshot.base.ref}, which must be up to date`, head, ledger, policy);
   }
 
+  // The forge's own required checks (branch protection) gate too: one not reported yet is pending.
+  const checkPolicy = withForgeRequired(policy.checks, snapshot.requiredChecks);
   const checks = summarizeChecks(
     snapshot.checks.filter((c) => c.headSha === head),
-    policy.checks,
+    checkPolicy,
   );
   const failed = checks.terminalBlockers.filter((b) => b.repairable);
   if (failed.length > 0) {
@@ -264,7 +267,7 @@ export function decideAutomerge(
     const base = compareWithBase(
       failed,
       snapshot.checks.filter((c) => c.headSha === snapshot.base.sha),
-      policy.checks,
+      checkPolicy,
     );
     const at = `${snapshot.base.ref} at ${short(snapshot.base.sha)}`;
     if (base.own.length === 0) {

@@ -57,6 +57,10 @@ const nonNegativeInt = z.number().int().min(0);
 const positiveInt = z.number().int().positive();
 const commandArgv = z.array(z.string().min(1)).min(1);
 
+/** How a change lands on its base (the forge port's `MergeMethod`). */
+export const MERGE_METHODS = ['squash', 'merge', 'rebase'] as const;
+export const mergeMethodSchema = z.enum(MERGE_METHODS);
+
 /** The `automerge:` section. Kept open for the automerge loop: every field is optional here. */
 export const automergeConfigSchema = z
   .object({
@@ -74,6 +78,10 @@ export const automergeConfigSchema = z
     reviewPollMs: positiveInt.optional(),
     gate: commandArgv.optional(),
     gateTimeoutSeconds: positiveInt.optional(),
+    /** How a change lands on its base: `squash` (the default), `merge` (a merge commit) or `rebase`. */
+    mergeMethod: mergeMethodSchema.optional(),
+    /** Delete the head branch after the merge (never a protected branch, never a fork's). Default false. */
+    deleteHeadBranch: z.boolean().optional(),
     repairOutputBytes: positiveInt.optional(),
     agentFix: z
       .object({

@@ -74,13 +74,44 @@ export interface ChangeSnapshot {
   readonly mergeCommitSha: string | null;
   /** Where a person can look at the change (URL or path). */
   readonly url: string | null;
+  /**
+   * Check names the forge itself requires on the base before it merges
+   * (GitHub: the required status checks of the base's branch protection
+   * rule; empty when there is none, or when proofgate may not read it).
+   * A required check that has not reported on the head is pending. Unset:
+   * the forge has no such rule (the local forge, whose required checks are
+   * the configured ones).
+   */
+  readonly requiredChecks?: readonly string[];
+  /**
+   * True when the head branch lives in another repository (a fork on
+   * GitHub): proofgate never deletes or pushes to it there. Unset: the head
+   * is a branch of this repository (the local forge).
+   */
+  readonly crossRepository?: boolean;
 }
+
+/**
+ * How a change lands on its base: `squash` (one new commit with the base as
+ * its only parent), `merge` (a merge commit whose parents are the base and
+ * the reviewed head) or `rebase` (the head's commits replayed onto the base).
+ */
+export type MergeMethod = 'squash' | 'merge' | 'rebase';
 
 export interface MergeRequest {
   /** The head sha that was reviewed; a moved head fails with HEAD_MOVED. Required. */
   readonly expectedHeadSha: string;
   readonly title: string;
   readonly message: string;
+  /** Default `squash`. A method the forge (or the repository) does not allow is refused and nothing changes. */
+  readonly method?: MergeMethod;
+}
+
+export interface DeleteBranchRequest {
+  /** The branch name (without `refs/heads/`). */
+  readonly branch: string;
+  /** Compare-and-swap: the branch is deleted only while it still points here. */
+  readonly expectedSha: string;
 }
 
 export interface MergeResult {
@@ -129,10 +160,22 @@ export interface Forge {
   editComment(changeId: string, commentId: string, body: string): Promise<ForgeComment>;
   addLabels(changeId: string, labels: readonly string[]): Promise<void>;
   removeLabel(changeId: string, label: string): Promise<void>;
-  /** Squash-merge at exactly `expectedHeadSha`: `HEAD_MOVED` / `NOT_MERGEABLE` change nothing. */
+  /**
+   * Merge at exactly `expectedHeadSha` by `request.method` (default squash):
+   * `HEAD_MOVED` / `NOT_MERGEABLE` change nothing; a method this forge
+   * cannot perform is `CONFIG`.
+   */
   merge(changeId: string, request: MergeRequest): Promise<MergeResult>;
   /** Move a branch to a commit the forge already has, with compare-and-swap (`HEAD_MOVED` when it moved). */
   pushBranch(request: PushRequest): Promise<void>;
+  /**
+   * Delete a branch while it still points at `expectedSha` (`HEAD_MOVED`
+   * when it moved; a branch already gone counts as done). A protected
+   * branch is `PROTECTED_BRANCH`, a branch still in use (the head or base of
+   * an open change, checked out in a work tree) `INVALID_INPUT`; nothing
+   * changes on a refusal. Absent: this forge does not delete branches.
+   */
+  deleteBranch?(request: DeleteBranchRequest): Promise<void>;
   /** Where a change's bytes are worked on, and how a repair's new head is published. */
   readonly workspace: ChangeWorkspace;
   /** File content at a ref, or null when the file does not exist there. */

@@ -24,9 +24,16 @@ export async function readTrustedConfig(forge: Forge): Promise<TrustedConfig> {
   return { branch, config: await configAt(forge, `refs/heads/${branch}`, branch) };
 }
 
-/** Refuse (`PROTECTED_BRANCH`) a change whose base is not protected or whose head is. */
+/**
+ * Refuse (`PROTECTED_BRANCH`) a change whose base is not protected or whose
+ * head is. A change whose base is the trusted branch reads the trusted config
+ * at the base sha its snapshot just saw (the branch's tip a moment ago): the
+ * same bytes as its base config, read once.
+ */
 export async function requireProtectedChange(forge: Forge, change: Pick<ChangeSnapshot, 'id' | 'base' | 'head'>): Promise<TrustedConfig> {
-  const trusted = await readTrustedConfig(forge);
+  const branch = await forge.trustedBranch();
+  const at = change.base.ref === branch && /^[0-9a-f]{40}$/.test(change.base.sha) ? change.base.sha : `refs/heads/${branch}`;
+  const trusted: TrustedConfig = { branch, config: await configAt(forge, at, branch) };
   const refusal = protectedBranchRefusal({ trustedBranch: trusted.branch, trustedConfig: trusted.config, base: change.base.ref, head: change.head.ref });
   if (refusal !== null)
     throw new ProofgateError('PROTECTED_BRANCH', `change ${change.id}: ${refusal}`, { changeId: change.id, base: change.base.ref, head: change.head.ref });

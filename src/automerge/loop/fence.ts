@@ -4,7 +4,7 @@
  * the change; when the paused one resumes, it must stop before its next
  * effect. `fencedForge` wraps the forge for one change and one lease owner:
  * every write (a comment created or edited, labels added or removed, a merge,
- * a branch push, the workspace's publish of a repair) first reads the
+ * a branch push or deletion, the workspace's publish of a repair) first reads the
  * change's lease afresh and goes on only while `owner` still holds it, else
  * it is `LEASE_LOST` and the forge is not called. Reads pass through.
  *
@@ -17,7 +17,7 @@
  * new holder also edits rather than adding another.
  */
 import { ProofgateError } from '../../core/index.js';
-import type { ChangeSnapshot, Forge, MergeRequest, PushRequest } from '../../forge/port.js';
+import type { ChangeSnapshot, DeleteBranchRequest, Forge, MergeRequest, PushRequest } from '../../forge/port.js';
 import type { LedgerStore } from './ledger-store.js';
 
 /**
@@ -64,6 +64,14 @@ export function fencedForge(forge: Forge, store: LedgerStore, changeId: string, 
       await guard(null);
       return forge.pushBranch(request);
     },
+    ...(forge.deleteBranch === undefined
+      ? {}
+      : {
+          async deleteBranch(request: DeleteBranchRequest) {
+            await guard(null);
+            return forge.deleteBranch?.(request);
+          },
+        }),
     workspace: {
       prepare: (snapshot: ChangeSnapshot) => forge.workspace.prepare(snapshot),
       async publish(dir: string, request: PushRequest) {

@@ -119,7 +119,7 @@ export async function runAutomergeLoop(env: AutomergeEnvironment, changeId: stri
       let it = await read();
       if (signal?.aborted === true) return outcome('interrupted', 'stopped by the caller', it);
       if (await runManualCommands(env, it, options.takeManual?.() ?? [], progress, signal)) it = await read();
-      const policy = policyFromConfig(it.config, env.forge.kind);
+      const policy = policyFromConfig(it.config, env.forge.kind, it.snapshot);
       const agentFix = it.config.automerge?.agentFix !== undefined;
       // The live bindings, stored records and approvals a verdict is judged against (read only while it can merge).
       const facts = it.snapshot.state === 'open' ? await reviewFacts(env, it.snapshot, it.config, it.verdicts, factsCache) : CLOSED_FACTS;
@@ -167,7 +167,7 @@ export async function runAutomergeLoop(env: AutomergeEnvironment, changeId: stri
           break;
         }
         case 'merge': {
-          const merged = await runMergeStep(env, it.snapshot, decision.head);
+          const merged = await runMergeStep(env, it.snapshot, decision.head, it.config);
           if (merged.kind === 'merged') {
             progress(`merged ${decision.head.slice(0, 12)} as ${merged.mergeCommit.slice(0, 12)}`);
             await finishMerged(env, writer, it.snapshot, merged.state);

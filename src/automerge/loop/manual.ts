@@ -27,7 +27,7 @@ export async function runManualCommands(
       await runReviewStep(env, it.snapshot, signal);
     } else {
       progress(`rebase asked by ${command.actor}`);
-      const policy = policyFromConfig(it.config, env.forge.kind);
+      const policy = policyFromConfig(it.config, env.forge.kind, it.snapshot);
       await runRepairStep(
         env,
         it.snapshot,

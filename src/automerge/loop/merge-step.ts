@@ -1,14 +1,20 @@
 /**
- * The merge step: squash-merge at exactly the reviewed head (the forge
- * refuses with HEAD_MOVED when the head moved, and nothing changes), record
- * the result, and turn the status comment into the final comment: what
- * merged, the repair commits, the merge commit and the timeline.
+ * The merge step: merge at exactly the reviewed head by the trusted config's
+ * method (`automerge.mergeMethod`, default squash; the forge refuses with
+ * HEAD_MOVED when the head moved, and nothing changes), record the result,
+ * delete the head branch when the config asks for it (never a protected
+ * branch or a fork's; a deletion that fails is a step, never a failed
+ * merge), and turn the status comment into the final comment: what merged,
+ * the repair commits, the merge commit and the timeline.
  */
-import { isProofgateError, newId } from '../../core/index.js';
+import { errorMessage, isProofgateError, newId } from '../../core/index.js';
+import type { RepoConfig } from '../../contracts/repo-config.js';
 import type { ChangeSnapshot } from '../../forge/port.js';
+import { requireProtectedChange } from '../../forge/protection.js';
 import type { AutomergeLedgerState } from '../ledger.js';
 import { renderFinalComment } from '../status-comment.js';
 import { crashPoint } from './crash-seam.js';
+import { headBranchDeletion, mergeSettings, trustedConfig, type MergeSettings } from './policy.js';
 import type { StatusWriter } from './status.js';
 import type { AutomergeEnvironment } from './types.js';
 
@@ -25,23 +31,58 @@ export function mergeCommitUrl(changeUrl: string | null, sha: string): string | 
   return match?.[1] === undefined ? null : `${match[1]}/commit/${sha}`;
 }
 
-export async function runMergeStep(env: AutomergeEnvironment, snapshot: ChangeSnapshot, head: string): Promise<MergeStepResult> {
+/**
+ * Merge `head` of the change. `config` is the trusted config the loop read
+ * for this snapshot (its base's); without it the step reads it again.
+ */
+export async function runMergeStep(env: AutomergeEnvironment, snapshot: ChangeSnapshot, head: string, config?: RepoConfig): Promise<MergeStepResult> {
+  const settings = mergeSettings(config ?? (await trustedConfig(env.forge, snapshot)));
   const id = newId('mrg');
   const changeId = snapshot.id;
   await env.store.step(changeId, 'merge-attempt', { attempt: id, head });
+  let merged: { readonly mergeCommit: string; readonly state: AutomergeLedgerState };
   try {
     const result = await env.forge.merge(changeId, {
       expectedHeadSha: head,
       title: `${snapshot.title} (#${snapshot.number})`,
       message: `Merged by proofgate automerge at the reviewed head ${head}.`,
+      method: settings.method,
     });
     crashPoint('merge-returned');
     const state = await env.store.record(changeId, { type: 'merged', id, head, mergeCommit: result.sha, at: env.store.now() });
-    return { kind: 'merged', mergeCommit: result.sha, state };
+    merged = { mergeCommit: result.sha, state };
   } catch (error) {
     if (!isProofgateError(error) || !REFUSALS.has(error.code)) throw error;
     await env.store.record(changeId, { type: 'merge-failed', id, head, code: error.code, at: env.store.now() });
     return { kind: 'refused', code: error.code, reason: error.message };
+  }
+  await deleteMergedHead(env, snapshot, head, settings);
+  return { kind: 'merged', ...merged };
+}
+
+/**
+ * After a merge: delete the change's head branch when `headBranchDeletion`
+ * allows it, as a compare-and-swap on the merged head (a branch someone
+ * pushed to since is kept). Every outcome the config asked about is a step
+ * (`head-branch-deleted`, `head-branch-kept` with its reason,
+ * `head-branch-delete-failed` with the error); nothing here fails the merge.
+ */
+async function deleteMergedHead(env: AutomergeEnvironment, snapshot: ChangeSnapshot, head: string, settings: MergeSettings): Promise<void> {
+  if (!settings.deleteHeadBranch) return;
+  const changeId = snapshot.id;
+  const branch = snapshot.head.ref;
+  try {
+    const trusted = await requireProtectedChange(env.forge, snapshot);
+    const verdict = headBranchDeletion(snapshot, settings, trusted, env.forge.deleteBranch !== undefined);
+    if (!verdict.delete) {
+      await env.store.step(changeId, 'head-branch-kept', { branch, code: verdict.code, reason: verdict.reason });
+      return;
+    }
+    await env.forge.deleteBranch?.({ branch, expectedSha: head });
+    await env.store.step(changeId, 'head-branch-deleted', { branch, sha: head });
+  } catch (error) {
+    const code = isProofgateError(error) ? error.code : 'INTERNAL';
+    await env.store.step(changeId, 'head-branch-delete-failed', { branch, code, reason: errorMessage(error) }).catch(() => undefined);
   }
 }
 

@@ -1,13 +1,14 @@
 /**
  * The loop's configuration, taken from the trusted `.proofgate.yml` of the
- * base (never the change), and the pure gate that checks a decision against
- * what this installation can actually do (a repair needs a repair module, and
- * a fix needs a configured agent-fix command).
+ * base (never the change): the decision policy, how a change is merged and
+ * whether its head branch is deleted after; and the pure gate that checks a
+ * decision against what this installation can actually do (a repair needs a
+ * repair module, and a fix needs a configured agent-fix command).
  */
-import type { RepoConfig } from '../../contracts/repo-config.js';
-import type { ChangeSnapshot, Forge } from '../../forge/port.js';
-import { readChangeConfig } from '../../forge/protection.js';
-import { DEFAULT_IGNORED_CHECKS, newestChecks } from '../checks.js';
+import { protectedBranchNames, type RepoConfig } from '../../contracts/repo-config.js';
+import type { ChangeSnapshot, Forge, MergeMethod } from '../../forge/port.js';
+import { readChangeConfig, type TrustedConfig } from '../../forge/protection.js';
+import { DEFAULT_IGNORED_CHECKS, newestChecks, withForgeRequired } from '../checks.js';
 import { defaultAutomergePolicy, type AutomergeDecision, type AutomergePolicy } from '../decide.js';
 import type { AutomergeLedgerState } from '../ledger.js';
 
@@ -28,18 +29,22 @@ export function expectsChecks(config: RepoConfig, forgeKind: Forge['kind']): boo
 
 /**
  * The decision policy under a trusted config (pure). On the local forge the
- * configured checks are the CI: each must report.
+ * configured checks are the CI: each must report. On GitHub the required
+ * checks are the base's branch protection's, which the snapshot carries
+ * (`requiredChecks`): given `snapshot`, they are required here (and never
+ * ignored); `decideAutomerge` adds them from the snapshot it judges as well.
  */
-export function policyFromConfig(config: RepoConfig, forgeKind: Forge['kind']): AutomergePolicy {
+export function policyFromConfig(config: RepoConfig, forgeKind: Forge['kind'], snapshot?: Pick<ChangeSnapshot, 'requiredChecks'>): AutomergePolicy {
   const automerge = config.automerge;
   const local = forgeKind === 'local';
+  const checks = {
+    ignored: automerge?.ignoredChecks ?? DEFAULT_IGNORED_CHECKS,
+    ...(local ? { required: config.checks.map((check) => check.name) } : {}),
+    expectChecks: expectsChecks(config, forgeKind),
+  };
   return {
     ...defaultAutomergePolicy,
-    checks: {
-      ignored: automerge?.ignoredChecks ?? DEFAULT_IGNORED_CHECKS,
-      ...(local ? { required: config.checks.map((check) => check.name) } : {}),
-      expectChecks: expectsChecks(config, forgeKind),
-    },
+    checks: withForgeRequired(checks, snapshot?.requiredChecks),
     maxRepairsPerChange: automerge?.maxRepairsPerChange ?? defaultAutomergePolicy.maxRepairsPerChange,
     maxRepairsPerHead: automerge?.maxRepairsPerHead ?? defaultAutomergePolicy.maxRepairsPerHead,
   };
@@ -112,4 +117,43 @@ export function withoutCancelledRuns(snapshot: ChangeSnapshot): ChangeSnapshot {
   );
   if (cancelled.size === 0) return snapshot;
   return { ...snapshot, checks: snapshot.checks.filter((check) => check.headSha !== snapshot.head.sha || !cancelled.has(key(check))) };
+}
+
+/** How the merge step lands a change, from the trusted config (pure). */
+export interface MergeSettings {
+  /** `automerge.mergeMethod`, default `squash`. */
+  readonly method: MergeMethod;
+  /** `automerge.deleteHeadBranch`, default false. */
+  readonly deleteHeadBranch: boolean;
+}
+
+export function mergeSettings(config: RepoConfig): MergeSettings {
+  return { method: config.automerge?.mergeMethod ?? 'squash', deleteHeadBranch: config.automerge?.deleteHeadBranch ?? false };
+}
+
+/** Whether the merge step deletes a merged change's head branch, and if not, why (`code` for the step it records). */
+export type HeadBranchDeletion =
+  { readonly delete: true } | { readonly delete: false; readonly code: 'setting-off' | 'fork' | 'protected' | 'unsupported'; readonly reason: string };
+
+/**
+ * The rule for deleting a merged change's head branch (pure): only when the
+ * trusted config asks for it (`automerge.deleteHeadBranch`), the forge can
+ * delete branches, the head lives in this repository (never a fork's branch)
+ * and it is not a protected branch (the trusted branch among them; names
+ * compare case-insensitively).
+ */
+export function headBranchDeletion(
+  snapshot: Pick<ChangeSnapshot, 'head' | 'crossRepository'>,
+  settings: MergeSettings,
+  trusted: TrustedConfig,
+  forgeDeletes: boolean,
+): HeadBranchDeletion {
+  const branch = snapshot.head.ref;
+  if (!settings.deleteHeadBranch) return { delete: false, code: 'setting-off', reason: 'automerge.deleteHeadBranch is off' };
+  if (snapshot.crossRepository === true) return { delete: false, code: 'fork', reason: `head "${branch}" lives in a fork` };
+  if (protectedBranchNames(trusted.branch, trusted.config).some((name) => name.toLowerCase() === branch.toLowerCase())) {
+    return { delete: false, code: 'protected', reason: `head "${branch}" is a protected branch` };
+  }
+  if (!forgeDeletes) return { delete: false, code: 'unsupported', reason: 'this forge does not delete branches yet' };
+  return { delete: true };
 }

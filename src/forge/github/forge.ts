@@ -2,8 +2,10 @@
  * The GitHub adapter of the Forge port. A change id is the pull request
  * number. Reads go through one GraphQL query (see snapshot.ts); actions are
  * REST calls whose refusals become typed errors: a merge at a moved head is
- * HEAD_MOVED, an unmergeable pull request NOT_MERGEABLE, and neither changes
- * anything on GitHub.
+ * HEAD_MOVED, an unmergeable pull request (or a merge method the repository
+ * does not allow) NOT_MERGEABLE, and neither changes anything on GitHub.
+ * Branches are not deleted here yet (`deleteBranch` is absent): the test
+ * server's REST subset lacks GitHub's delete-a-reference operation.
  */
 import type { Octokit } from '@octokit/core';
 import pino, { type Logger } from 'pino';
@@ -40,6 +42,9 @@ interface RestComment {
   readonly updated_at: string;
 }
 
+/** Files at commit ids kept per forge (oldest dropped first). */
+const FILE_CACHE_ENTRIES = 256;
+
 export function createGitHubForge(options: GitHubForgeOptions): Forge {
   const logger = options.logger ?? pino({ level: 'silent' });
   const octokit: Octokit = options.octokit ?? createGitHubClient({ ...options, logger });
@@ -48,6 +53,18 @@ export function createGitHubForge(options: GitHubForgeOptions): Forge {
   const pageSize = options.pageSize ?? 100;
   if (!Number.isInteger(pageSize) || pageSize < 1 || pageSize > 100) {
     throw new ProofgateError('CONFIG', `pageSize must be an integer from 1 to 100, got ${pageSize}`);
+  }
+
+  const filesAtCommits = new Map<string, Promise<Uint8Array | null>>();
+  async function fetchFile(ref: string, path: string): Promise<Uint8Array | null> {
+    let data: unknown;
+    try {
+      ({ data } = await octokit.request('GET /repos/{owner}/{repo}/contents/{path}', { owner, repo, path, ref }));
+    } catch (error) {
+      if (httpFailure(error)?.status === 404) return null;
+      throw forgeError('read file', error);
+    }
+    return fileBytes(data, path);
   }
 
   async function permission(login: string): Promise<RepoPermission> {
@@ -72,6 +89,17 @@ export function createGitHubForge(options: GitHubForgeOptions): Forge {
       defaultBranch = null;
       throw forgeError('repository lookup', error);
     }
+  }
+
+  let protectionWarned = false;
+  /** Once per forge: the base's branch protection could not be read, so its required checks are unknown (counted as none). */
+  function onProtectionUnreadable(message: string): void {
+    if (protectionWarned) return;
+    protectionWarned = true;
+    logger.warn(
+      { owner, repo, githubMessage: message },
+      'branch protection is not readable (a GitHub App needs administration: read): required checks count as none until it is',
+    );
   }
 
   /** The token the client authenticates with (a GitHub App: the installation's), for git over https. */
@@ -100,7 +128,7 @@ export function createGitHubForge(options: GitHubForgeOptions): Forge {
     },
 
     async snapshot(changeId: string): Promise<ChangeSnapshot> {
-      return readSnapshot({ octokit, owner, repo, pageSize, permission }, prNumber(changeId));
+      return readSnapshot({ octokit, owner, repo, pageSize, permission, onProtectionUnreadable }, prNumber(changeId));
     },
 
     async createComment(changeId: string, body: string): Promise<ForgeComment> {
@@ -159,18 +187,22 @@ export function createGitHubForge(options: GitHubForgeOptions): Forge {
       if (!/^[0-9a-f]{40}$/i.test(request.expectedHeadSha)) {
         throw new ProofgateError('INVALID_INPUT', 'merge needs the full expected head sha');
       }
+      const method = request.method ?? 'squash';
+      if (method !== 'squash' && method !== 'merge' && method !== 'rebase') {
+        throw new ProofgateError('INVALID_INPUT', `unknown merge method ${JSON.stringify(method)} (squash, merge or rebase)`);
+      }
       try {
         const { data } = await octokit.request('PUT /repos/{owner}/{repo}/pulls/{pull_number}/merge', {
           owner,
           repo,
           pull_number,
           sha: request.expectedHeadSha,
-          merge_method: 'squash',
-          commit_title: request.title,
-          commit_message: request.message,
+          merge_method: method,
+          // A rebase keeps the head's own commits and messages: GitHub takes no title or message for it.
+          ...(method === 'rebase' ? {} : { commit_title: request.title, commit_message: request.message }),
           request: { retries: 0 },
         });
-        logger.info({ pr: pull_number, head: request.expectedHeadSha, merged: data.sha }, 'pull request merged');
+        logger.info({ pr: pull_number, head: request.expectedHeadSha, method, merged: data.sha }, 'pull request merged');
         return { merged: true, sha: data.sha };
       } catch (error) {
         const failure = httpFailure(error);
@@ -195,14 +227,18 @@ export function createGitHubForge(options: GitHubForgeOptions): Forge {
       if (clean === '' || clean.split('/').some((part) => part === '..' || part === '.')) {
         throw new ProofgateError('INVALID_INPUT', `not a file path: ${path}`);
       }
-      let data: unknown;
-      try {
-        ({ data } = await octokit.request('GET /repos/{owner}/{repo}/contents/{path}', { owner, repo, path: clean, ref }));
-      } catch (error) {
-        if (httpFailure(error)?.status === 404) return null;
-        throw forgeError('read file', error);
+      // A file at a commit id never changes: asked once per id and path (a branch name is always asked afresh).
+      const fixed = /^[0-9a-f]{40}$/.test(ref);
+      const key = `${ref}\0${clean}`;
+      const cached = fixed ? filesAtCommits.get(key) : undefined;
+      const read = cached ?? fetchFile(ref, clean);
+      if (fixed && cached === undefined) {
+        filesAtCommits.set(key, read);
+        if (filesAtCommits.size > FILE_CACHE_ENTRIES) filesAtCommits.delete(filesAtCommits.keys().next().value as string);
+        read.catch(() => filesAtCommits.delete(key));
       }
-      return fileBytes(data, clean);
+      const bytes = await read;
+      return bytes === null ? null : bytes.slice();
     },
 
     permission,

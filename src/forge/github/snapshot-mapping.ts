@@ -17,7 +17,7 @@ import type {
   RepoPermission,
   ReviewDecision,
 } from '../port.js';
-import type { GqlActor, GqlCheckContext, GqlCheckRun, GqlComment, GqlPullRequest, GqlStatusContext } from './snapshot-query.js';
+import type { GqlActor, GqlBranchProtectionRule, GqlCheckContext, GqlCheckRun, GqlComment, GqlPullRequest, GqlStatusContext } from './snapshot-query.js';
 
 const CHECK_STATUSES: readonly CheckStatus[] = ['queued', 'in_progress', 'completed', 'waiting', 'requested', 'pending'];
 const CONCLUSIONS: readonly CheckConclusion[] = [
@@ -134,6 +134,27 @@ export function reviewDecision(value: string | null | undefined): ReviewDecision
   return REVIEW_DECISIONS.includes(value as ReviewDecision) ? (value as ReviewDecision) : 'REVIEW_REQUIRED';
 }
 
+/**
+ * The check names a branch protection rule requires (pure): none without a
+ * rule (none protects the base, or proofgate may not read it) or when the
+ * rule does not require status checks; otherwise every name of both of
+ * GitHub's lists, each once (names compare case-insensitively, as the check
+ * summary compares them; the first spelling is kept). A required check bound
+ * to one App is matched by its name only.
+ */
+export function requiredChecks(rule: GqlBranchProtectionRule | null | undefined): string[] {
+  if (rule === null || rule === undefined || !rule.requiresStatusChecks) return [];
+  const names = [...(rule.requiredStatusCheckContexts ?? []), ...(rule.requiredStatusChecks ?? []).map((check) => check.context)];
+  const seen = new Set<string>();
+  const out: string[] = [];
+  for (const name of names) {
+    if (typeof name !== 'string' || name.trim() === '' || seen.has(name.toLowerCase())) continue;
+    seen.add(name.toLowerCase());
+    out.push(name);
+  }
+  return out;
+}
+
 export interface SnapshotParts {
   readonly pr: GqlPullRequest;
   readonly checkHeadSha: string;
@@ -163,6 +184,9 @@ export function buildSnapshot(parts: SnapshotParts): ChangeSnapshot {
     comments,
     mergeCommitSha: state === 'merged' ? (pr.mergeCommit?.oid ?? null) : null,
     url: pr.url,
+    requiredChecks: requiredChecks(pr.baseRef?.branchProtectionRule),
+    // Unknown reads as a fork: a branch proofgate cannot place is never deleted.
+    crossRepository: pr.isCrossRepository !== false,
   };
 }
 

@@ -2,6 +2,8 @@
  * The one GraphQL query a pull request snapshot takes, and the shape of its
  * answer. The same query pages on (checks after a cursor, older comments
  * before a cursor) only when a pull request has more than a page of either.
+ * It also reads the base's branch protection rule (its required checks) and
+ * whether the head lives in a fork, so neither costs a request of its own.
  */
 
 export const SNAPSHOT_OPERATION = 'ProofgateChangeSnapshot';
@@ -18,8 +20,16 @@ export const SNAPSHOT_QUERY = `query ${SNAPSHOT_OPERATION}($owner: String!, $rep
       mergeCommit { oid }
       baseRefName
       baseRefOid
+      baseRef {
+        branchProtectionRule {
+          requiresStatusChecks
+          requiredStatusCheckContexts
+          requiredStatusChecks { context }
+        }
+      }
       headRefName
       headRefOid
+      isCrossRepository
       author { __typename login }
       mergeable
       mergeStateStatus
@@ -119,6 +129,19 @@ export interface GqlComment {
   readonly updatedAt: string;
 }
 
+/**
+ * The branch protection rule of the base, as far as proofgate reads it.
+ * GitHub answers null when no rule protects the base, and also when the
+ * caller may not read it (a GitHub App without `administration: read`).
+ */
+export interface GqlBranchProtectionRule {
+  readonly requiresStatusChecks: boolean;
+  /** Names of the required checks (GitHub lists every required check here, whichever way it was set). */
+  readonly requiredStatusCheckContexts: readonly (string | null)[] | null;
+  /** The required checks with the App each must come from (newer GitHub); only the names are read. */
+  readonly requiredStatusChecks?: readonly { readonly context: string }[] | null;
+}
+
 export interface GqlPullRequest {
   readonly number: number;
   readonly title: string;
@@ -129,8 +152,12 @@ export interface GqlPullRequest {
   readonly mergeCommit: { readonly oid: string } | null;
   readonly baseRefName: string;
   readonly baseRefOid: string;
+  /** Null when the base branch no longer exists. */
+  readonly baseRef?: { readonly branchProtectionRule: GqlBranchProtectionRule | null } | null;
   readonly headRefName: string;
   readonly headRefOid: string;
+  /** True when the head branch lives in another repository (a fork). */
+  readonly isCrossRepository?: boolean;
   readonly author: GqlActor | null;
   readonly mergeable: string;
   readonly mergeStateStatus: string;

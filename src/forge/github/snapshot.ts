@@ -1,7 +1,10 @@
 /**
  * Reads a pull request snapshot: one GraphQL query (more pages of the same
  * query only beyond `pageSize` checks or comments) plus one REST call for the
- * author's permission, which GraphQL does not expose to an App.
+ * author's permission, which GraphQL does not expose to an App. The base's
+ * branch protection rule comes with the same query; one the caller may not
+ * read (GitHub answers it null, or with a FORBIDDEN error beside the rest of
+ * the data) counts as no rule.
  */
 import type { Octokit } from '@octokit/core';
 import { ProofgateError } from '../../core/errors.js';
@@ -16,6 +19,8 @@ export interface SnapshotTarget {
   readonly repo: string;
   readonly pageSize: number;
   permission(login: string): Promise<RepoPermission>;
+  /** Told (with GitHub's message) when the base's branch protection could not be read and counted as none. */
+  onProtectionUnreadable?(message: string): void;
 }
 
 /** A head that moves between pages restarts the read; after this many tries the read fails. */
@@ -87,13 +92,38 @@ async function query(target: SnapshotTarget, variables: SnapshotVariables): Prom
     if (isGraphqlNotFound(error)) {
       throw new ProofgateError('NOT_FOUND', `pull request #${variables.number} not found in ${target.owner}/${target.repo}`, { number: variables.number });
     }
-    throw forgeError('snapshot query', error);
+    const partial = withoutUnreadableProtection(error);
+    if (partial === null) throw forgeError('snapshot query', error);
+    target.onProtectionUnreadable?.(partial.message);
+    response = partial.response;
   }
   const pr = response.repository?.pullRequest ?? null;
   if (pr === null) {
     throw new ProofgateError('NOT_FOUND', `pull request #${variables.number} not found in ${target.owner}/${target.repo}`, { number: variables.number });
   }
   return pr;
+}
+
+/**
+ * An answer whose only errors are about the base's branch protection rule
+ * (a caller without the permission to read it): the rest of the data, with
+ * the rule read as none, and GitHub's message. Null for any other error.
+ */
+export function withoutUnreadableProtection(error: unknown): { response: SnapshotResponse; message: string } | null {
+  if (typeof error !== 'object' || error === null) return null;
+  const { errors, data } = error as { errors?: unknown; data?: unknown };
+  if (!Array.isArray(errors) || errors.length === 0) return null;
+  const aboutRule = (entry: unknown): boolean => {
+    const path = typeof entry === 'object' && entry !== null ? (entry as { path?: unknown }).path : undefined;
+    return Array.isArray(path) && path.includes('branchProtectionRule');
+  };
+  if (!errors.every(aboutRule)) return null;
+  const pr = (data as SnapshotResponse | null | undefined)?.repository?.pullRequest ?? null;
+  if (pr === null || typeof pr !== 'object') return null;
+  const first = errors[0] as { message?: unknown };
+  const message = typeof first.message === 'string' ? first.message : 'branch protection rule not readable';
+  const baseRef = pr.baseRef === null || pr.baseRef === undefined ? pr.baseRef : { ...pr.baseRef, branchProtectionRule: null };
+  return { response: { repository: { pullRequest: { ...pr, baseRef } } }, message };
 }
 
 function isGraphqlNotFound(error: unknown): boolean {

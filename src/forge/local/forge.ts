@@ -4,8 +4,19 @@ import { isAncestor } from '../../host/git.js';
 import { emptyRepoConfig, protectedBranchNames, protectedBranchRefusal, sameLogin } from '../../contracts/repo-config.js';
 import type { TrustedConfig } from '../protection.js';
 import type { StoredEvent } from '../../storage/ports.js';
-import type { ChangeSnapshot, ChangeWorkspace, Forge, ForgeComment, MergeRequest, MergeResult, PushRequest, RepoPermission } from '../port.js';
+import type {
+  ChangeSnapshot,
+  ChangeWorkspace,
+  DeleteBranchRequest,
+  Forge,
+  ForgeComment,
+  MergeRequest,
+  MergeResult,
+  PushRequest,
+  RepoPermission,
+} from '../port.js';
 import { runChecks, type CheckProgress, type CheckRunResult } from './checks.js';
+import { deleteBranch } from './delete-branch.js';
 import { tailForgeEvents, toForgeEvent, type ForgeEventListener, type PositionedForgeEvent, type TailOptions } from './events.js';
 import { mergeChange } from './merge.js';
 import { branchStream, changeStream, foldChange, type ChangeRecord } from './records.js';
@@ -299,6 +310,14 @@ export class LocalForge implements Forge {
         request,
       ),
     );
+  }
+
+  /**
+   * Delete a branch with compare-and-swap (see delete-branch.ts): never a
+   * protected branch, one an open change uses, or one checked out in a work tree.
+   */
+  async deleteBranch(request: DeleteBranchRequest): Promise<void> {
+    await deleteBranch({ repo: this.repo, store: this.store, trusted: await this.trustedConfig() }, request);
   }
 
   /** Move a branch with compare-and-swap; a protected branch (`PROTECTED_BRANCH`) moves only by a merge. */

@@ -14,7 +14,7 @@ export interface MergeContext {
   readonly selfLogin: string;
   /** The trusted branch's config: a change that breaks the protected-branch rule is not mergeable. */
   readonly trusted: TrustedConfig;
-  /** Test seam: runs after the squash commit is written and before the base ref is swapped. */
+  /** Test seam: runs after the merge commit is written and before the base ref is swapped. */
   readonly beforeBaseUpdate?: () => Promise<void>;
 }
 
@@ -30,7 +30,7 @@ function crashAfterBaseUpdate(): void {
 
 const FULL_SHA = /^[0-9a-f]{40}([0-9a-f]{24})?$/;
 
-/** The squash commit message: title, body, then trailers naming the change and the exact reviewed head. */
+/** The merge commit message (squash or merge): title, body, then trailers naming the change and the exact reviewed head. */
 export function squashMessage(title: string, body: string, changeId: string, reviewedHead: string, baseBefore: string): string {
   const parts = [title.trim()];
   if (body.trim() !== '') parts.push(body.trim());
@@ -39,13 +39,29 @@ export function squashMessage(title: string, body: string, changeId: string, rev
 }
 
 /**
- * Squash-merge a change at exactly `request.expectedHeadSha`:
+ * The merge methods the local forge performs: `squash` and `merge`. A
+ * `rebase` is refused with `CONFIG` naming the setting (it would rewrite the
+ * head's commits, which carry no trailer to find a landed merge by).
+ */
+function checkedMethod(request: MergeRequest): 'squash' | 'merge' {
+  const method = request.method ?? 'squash';
+  if (method === 'squash' || method === 'merge') return method;
+  if (method === 'rebase') {
+    throw new ProofgateError('CONFIG', 'automerge.mergeMethod: rebase is not supported by the local forge; use squash or merge', { method });
+  }
+  throw new ProofgateError('INVALID_INPUT', `unknown merge method ${JSON.stringify(method)} (squash, merge or rebase)`);
+}
+
+/**
+ * Merge a change at exactly `request.expectedHeadSha` (by `request.method`:
+ * `squash`, the default, or `merge`; `rebase` is `CONFIG`):
  *
  * 1. the head must still be the expected sha (else `HEAD_MOVED`);
  * 2. the change must be mergeable against the base as read now, under the
  *    trusted config of that base (else `NOT_MERGEABLE`, with the reason);
  * 3. the merged tree from `git merge-tree --write-tree` becomes one commit
- *    whose only parent is that base sha;
+ *    whose first parent is that base sha: its only parent for a squash, and
+ *    the reviewed head its second for a merge commit;
  * 4. `git update-ref refs/heads/<base> <new> <base-read-in-2>` swaps the base
  *    (another writer in between: `BASE_MOVED`);
  * 5. the merge is recorded in the store.
@@ -64,6 +80,7 @@ export async function mergeChange(context: MergeContext, changeId: string, reque
   if (typeof request.expectedHeadSha !== 'string' || !FULL_SHA.test(request.expectedHeadSha)) {
     throw new ProofgateError('INVALID_INPUT', 'merge needs expectedHeadSha: the full sha of the reviewed head');
   }
+  const method = checkedMethod(request);
   const live = await readLiveChange(repo, store, changeId, context.trusted);
   const { record } = live;
   if (record.state !== 'open') {
@@ -92,9 +109,11 @@ export async function mergeChange(context: MergeContext, changeId: string, reque
   }
   const title = request.title.trim() === '' ? `${record.title} (change ${changeId})` : request.title;
   const message = squashMessage(title, request.message, changeId, live.headSha, baseBefore);
-  const author = await repo.commitAuthor(live.headSha);
   const committer = { name: context.selfLogin, email: `${context.selfLogin}@proofgate.invalid` };
-  const mergeSha = await repo.commitTree(merged.tree, [baseBefore], message, author, committer);
+  // A squash keeps the head's author; a merge commit is proofgate's own act, as on GitHub.
+  const author = method === 'squash' ? await repo.commitAuthor(live.headSha) : committer;
+  const parents = method === 'squash' ? [baseBefore] : [baseBefore, live.headSha];
+  const mergeSha = await repo.commitTree(merged.tree, parents, message, author, committer);
 
   await context.beforeBaseUpdate?.();
   const headNow = await repo.branchSha(record.headRef);

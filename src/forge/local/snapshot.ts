@@ -43,7 +43,7 @@ async function liveShas(repo: GitRepository, record: ChangeRecord): Promise<{ ba
   return { baseSha: base, headSha: head };
 }
 
-/** A squash commit of a change found on its base. */
+/** A merge commit (squash or merge) of a change found on its base. */
 export interface LandedMerge {
   readonly mergeCommitSha: string;
   readonly reviewedHeadSha: string;
@@ -63,11 +63,12 @@ function trailer(message: string, name: string): string | null {
 }
 
 /**
- * The local forge's own squash commit of `changeId` on the first-parent
+ * The local forge's own merge commit of `changeId` on the first-parent
  * history of `baseSha` since the change was opened, or null. It counts only
  * when its trailers name this change, a full reviewed-head sha, and as
- * `Proofgate-Base` exactly its own (single) parent: the shape `mergeChange`
- * writes.
+ * `Proofgate-Base` exactly its own first parent, with no other parent (a
+ * squash) or the reviewed head as its second (a merge commit): the shapes
+ * `mergeChange` writes.
  */
 export async function findLandedMerge(repo: GitRepository, changeId: string, baseSha: string, openedBaseSha: string): Promise<LandedMerge | null> {
   if (!/^[0-9A-Za-z._-]+$/.test(changeId) || baseSha === openedBaseSha) return null;
@@ -76,10 +77,11 @@ export async function findLandedMerge(repo: GitRepository, changeId: string, bas
   for (const entry of listing.split('\x01')) {
     const [shas = '', committed = '', message = ''] = entry.split('\x02');
     const [sha = '', ...parents] = shas.trim().split(' ');
-    if (!FULL_SHA.test(sha) || parents.length !== 1) continue;
+    if (!FULL_SHA.test(sha) || parents.length < 1 || parents.length > 2) continue;
     const head = trailer(message, 'Proofgate-Reviewed-Head');
     if (trailer(message, 'Proofgate-Change') !== changeId || head === null || !FULL_SHA.test(head) || trailer(message, 'Proofgate-Base') !== parents[0])
       continue;
+    if (parents.length === 2 && parents[1] !== head) continue;
     const time = Date.parse(committed);
     return { mergeCommitSha: sha, reviewedHeadSha: head, baseBefore: parents[0] ?? '', at: new Date(Number.isNaN(time) ? 0 : time).toISOString() };
   }

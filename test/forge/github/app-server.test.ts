@@ -223,6 +223,12 @@ describe('GitHub API test server: App operations and the issue list', () => {
       expect(seen()).toEqual(new Set(['apps/create-installation-access-token 201', 'apps/list-repos-accessible-to-installation 200']));
     });
 
+    it('answers GET /repos/{owner}/{repo} (the default branch the forge asks for) with the full repository shape', async () => {
+      const { data } = await asInstallation.request('GET /repos/{owner}/{repo}', { owner: 'octo-org', repo: 'demo' });
+      expect(data).toMatchObject({ full_name: 'octo-org/demo', default_branch: 'main', network_count: 0, subscribers_count: 0 });
+      expect(seen()).toEqual(new Set(['apps/create-installation-access-token 201', 'repos/get 200']));
+    });
+
     it("refuses the App's JWT and a user token (403), and an unknown token (401)", async () => {
       const message = 'You must authenticate with an installation access token in order to list repositories for an installation.';
       const now = Math.floor(Date.now() / 1000);

@@ -1,12 +1,13 @@
 /**
  * GraphQL resolvers over the repository model: the part of GitHub's schema
  * proofgate's snapshot query reads (repository.pullRequest with commits,
- * statusCheckRollup contexts, labels and comments), with GitHub's spelling
- * (upper-case enums, bot logins without `[bot]`) and connection rules
- * (first/last from 1 to 100, opaque cursors).
+ * statusCheckRollup contexts, labels, comments, isCrossRepository and the
+ * base ref's branch protection rule), with GitHub's spelling (upper-case
+ * enums, bot logins without `[bot]`) and connection rules (first/last from 1
+ * to 100, opaque cursors).
  */
 import { GraphqlError, type Args, type Resolved } from './graphql.js';
-import type { ModelCheckRun, ModelComment, ModelPullRequest, ModelStatus, RepositoryModel } from './model.js';
+import type { ModelBranchProtection, ModelCheckRun, ModelComment, ModelPullRequest, ModelStatus, RepositoryModel } from './model.js';
 
 export function graphqlRoot(model: RepositoryModel, baseUrl: string): Resolved {
   return {
@@ -53,8 +54,10 @@ function pullRequest(model: RepositoryModel, pr: ModelPullRequest, baseUrl: stri
     mergeCommit: pr.mergeCommitSha === null ? null : { __typename: 'Commit', oid: pr.mergeCommitSha },
     baseRefName: pr.baseRef,
     baseRefOid: model.baseSha(pr.number),
+    baseRef: model.branches.has(pr.baseRef) ? baseRef(model, pr.baseRef) : null,
     headRefName: pr.headRef,
     headRefOid: headSha,
+    isCrossRepository: pr.crossRepository,
     author: actor(model, pr.author),
     mergeable: pr.mergeable,
     mergeStateStatus: pr.draft && pr.state === 'open' ? 'DRAFT' : pr.mergeState,
@@ -68,6 +71,31 @@ function pullRequest(model: RepositoryModel, pr: ModelPullRequest, baseUrl: stri
       return { __typename: 'PullRequestCommitConnection', nodes: [{ __typename: 'PullRequestCommit', commit: commit(model, headSha) }] };
     },
     comments: (args: Args) => commentConnection(model, model.commentsOf(pr.number), args),
+  };
+}
+
+/** The base branch as a `Ref`: its branch protection rule is null when none protects it or the caller may not read it. */
+function baseRef(model: RepositoryModel, name: string): Resolved {
+  const rule = model.protections.get(name);
+  return {
+    __typename: 'Ref',
+    name,
+    prefix: 'refs/heads/',
+    branchProtectionRule: rule === undefined || !rule.readable ? null : branchProtectionRule(name, rule),
+  };
+}
+
+function branchProtectionRule(pattern: string, rule: ModelBranchProtection): Resolved {
+  return {
+    __typename: 'BranchProtectionRule',
+    pattern,
+    requiresStatusChecks: rule.requiresStatusChecks,
+    requiredStatusCheckContexts: rule.requiredChecks.map((check) => check.context),
+    requiredStatusChecks: rule.requiredChecks.map((check) => ({
+      __typename: 'RequiredStatusCheckDescription',
+      context: check.context,
+      app: check.app === null ? null : { __typename: 'App', name: check.app, slug: check.app.toLowerCase().replace(/[^a-z0-9]+/g, '-') },
+    })),
   };
 }
 

@@ -11,12 +11,18 @@ export interface ModelUser {
   readonly type: UserType;
 }
 
+export type ModelMergeMethod = 'merge' | 'squash' | 'rebase';
+
 export interface ModelPullRequest {
   readonly number: number;
   title: string;
   state: 'open' | 'closed';
   merged: boolean;
   mergeCommitSha: string | null;
+  /** How it was merged (null until merged). */
+  mergeMethod: ModelMergeMethod | null;
+  /** GraphQL's `isCrossRepository`: the head branch lives in a fork (default false). */
+  readonly crossRepository: boolean;
   draft: boolean;
   readonly baseRef: string;
   readonly headRef: string;
@@ -93,4 +99,22 @@ export interface ModelApp {
   readonly installationId: number;
   readonly repositorySelection: 'all' | 'selected';
   readonly createdAt: string;
+}
+
+/** One required status check of a branch protection rule: its name, and the App it must come from (null: any). */
+export interface ModelRequiredCheck {
+  readonly context: string;
+  readonly app: string | null;
+}
+
+/** A branch protection rule on one branch, as far as the test server models it. */
+export interface ModelBranchProtection {
+  /** GraphQL's `requiresStatusChecks`. */
+  readonly requiresStatusChecks: boolean;
+  readonly requiredChecks: readonly ModelRequiredCheck[];
+  /**
+   * False: the rule exists but the caller may not read it (a GitHub App
+   * without `administration: read`); GraphQL answers the rule as null.
+   */
+  readonly readable: boolean;
 }

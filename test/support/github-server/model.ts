@@ -9,7 +9,9 @@ import { randomBytes } from 'node:crypto';
 import type {
   UserType,
   Role,
+  ModelBranchProtection,
   ModelMergeable,
+  ModelMergeMethod,
   ModelMergeState,
   ModelReviewDecision,
   ModelUser,
@@ -25,8 +27,11 @@ export type {
   ModelApp,
   UserType,
   Role,
+  ModelBranchProtection,
   ModelMergeable,
+  ModelMergeMethod,
   ModelMergeState,
+  ModelRequiredCheck,
   ModelReviewDecision,
   ModelUser,
   ModelPullRequest,
@@ -50,6 +55,10 @@ export class RepositoryModel {
   readonly checkRuns: ModelCheckRun[] = [];
   readonly statuses: ModelStatus[] = [];
   readonly labels = new Map<string, ModelLabel>();
+  /** Branch protection rules by branch name (see `protectBranch`). */
+  readonly protections = new Map<string, ModelBranchProtection>();
+  /** The merge methods the repository allows (GitHub's allow_merge_commit, allow_squash_merge, allow_rebase_merge); all by default. */
+  readonly mergeMethods = new Set<ModelMergeMethod>(['merge', 'squash', 'rebase']);
   private readonly commits = new Map<string, Commit>();
   private nextId = 1000;
   private nextNumber = 1;
@@ -167,6 +176,8 @@ export class RepositoryModel {
     headSha?: string;
     files?: Readonly<Record<string, string>>;
     draft?: boolean;
+    /** The head lives in a fork (GraphQL's `isCrossRepository`). Default false. */
+    crossRepository?: boolean;
   }): ModelPullRequest {
     const number = this.nextNumber++;
     const base = options.base ?? this.defaultBranch;
@@ -182,6 +193,8 @@ export class RepositoryModel {
       state: 'open',
       merged: false,
       mergeCommitSha: null,
+      mergeMethod: null,
+      crossRepository: options.crossRepository ?? false,
       draft: options.draft ?? false,
       baseRef: base,
       headRef: head,
@@ -360,20 +373,112 @@ export class RepositoryModel {
     return created;
   }
 
+  /**
+   * Protects a branch: its required status checks (names, or `{ context, app }`
+   * for a check that must come from one App), whether checks are required at
+   * all (default true), and whether the caller may read the rule (default
+   * true; false plays a GitHub App without `administration: read`, to which
+   * GraphQL answers the rule as null). Replaces an earlier rule of the branch.
+   */
+  protectBranch(
+    name: string,
+    options: { requiredChecks?: readonly (string | { context: string; app?: string | null })[]; requiresStatusChecks?: boolean; readable?: boolean } = {},
+  ): ModelBranchProtection {
+    const rule: ModelBranchProtection = {
+      requiresStatusChecks: options.requiresStatusChecks ?? true,
+      requiredChecks: (options.requiredChecks ?? []).map((check) =>
+        typeof check === 'string' ? { context: check, app: null } : { context: check.context, app: check.app ?? null },
+      ),
+      readable: options.readable ?? true,
+    };
+    this.protections.set(name, rule);
+    return rule;
+  }
+
+  /**
+   * The required checks of a branch's rule that have not passed on `sha`
+   * (what GitHub names when it refuses a merge): a check run or commit
+   * status of that name (from the rule's App, when it names one) whose
+   * newest result is success, neutral or skipped passes.
+   */
+  missingRequiredChecks(branch: string, sha: string): string[] {
+    const rule = this.protections.get(branch);
+    if (rule === undefined || !rule.requiresStatusChecks) return [];
+    const passing = new Set(['success', 'neutral', 'skipped']);
+    return rule.requiredChecks
+      .filter((check) => {
+        const runs = this.checkRuns.filter((r) => r.headSha === sha && r.name === check.context && (check.app === null || r.app === check.app));
+        const statuses = this.statuses.filter((s) => s.sha === sha && s.context === check.context);
+        const run = runs[runs.length - 1];
+        const status = statuses[statuses.length - 1];
+        const runPassed = run !== undefined && run.status === 'completed' && passing.has(run.conclusion ?? '');
+        const statusPassed = check.app === null && status !== undefined && status.state === 'success';
+        return !runPassed && !statusPassed;
+      })
+      .map((check) => check.context);
+  }
+
   /** Squash-merges a pull request: one new commit on the base carrying the head's files. */
   squashMerge(number: number): string {
-    const pr = this.pull(number);
+    const base = this.baseSha(number);
     const head = this.requireCommit(this.headSha(number));
-    const sha = this.commit({ parent: this.baseSha(number) });
-    this.commits.set(sha, { parents: [this.baseSha(number)], files: new Map(head.files) });
+    const sha = this.commit({ parent: base });
+    this.commits.set(sha, { parents: [base], files: new Map(head.files) });
+    return this.landMerge(number, sha, 'squash');
+  }
+
+  /** Merges a pull request with a merge commit: parents the base and the head, the head's files. */
+  mergeCommitMerge(number: number): string {
+    const base = this.baseSha(number);
+    const headSha = this.headSha(number);
+    const sha = this.commit({ parent: base });
+    this.commits.set(sha, { parents: [base, headSha], files: new Map(this.requireCommit(headSha).files) });
+    return this.landMerge(number, sha, 'merge');
+  }
+
+  /**
+   * Rebase-merges a pull request: each commit of the head that the base
+   * lacks (first parents, oldest first) becomes a new commit on the base with
+   * that commit's files; the base ends at the last one, which is returned.
+   */
+  rebaseMerge(number: number): string {
+    const base = this.baseSha(number);
+    const own: string[] = [];
+    for (let at: string | undefined = this.headSha(number); at !== undefined && !this.isAncestor(at, base); at = this.requireCommit(at).parents[0]) {
+      own.unshift(at);
+    }
+    let tip = base;
+    for (const sha of own) {
+      const next = this.commit({ parent: tip });
+      this.commits.set(next, { parents: [tip], files: new Map(this.requireCommit(sha).files) });
+      tip = next;
+    }
+    return this.landMerge(number, tip, 'rebase');
+  }
+
+  /** Merges a pull request by `method`. */
+  merge(number: number, method: ModelMergeMethod): string {
+    if (method === 'merge') return this.mergeCommitMerge(number);
+    if (method === 'rebase') return this.rebaseMerge(number);
+    return this.squashMerge(number);
+  }
+
+  private landMerge(number: number, sha: string, method: ModelMergeMethod): string {
+    const pr = this.pull(number);
     this.setBranch(pr.baseRef, sha);
     const at = this.now();
     pr.state = 'closed';
     pr.merged = true;
     pr.mergeCommitSha = sha;
+    pr.mergeMethod = method;
     pr.closedAt = at;
     pr.updatedAt = at;
     return sha;
+  }
+
+  /** The parents of a commit the model holds. */
+  parentsOf(sha: string): readonly string[] {
+    return this.requireCommit(sha).parents;
   }
 
   private requireCommit(sha: string): Commit {

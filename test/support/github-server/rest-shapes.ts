@@ -290,3 +290,8 @@ export function error(message: string, status: number): Record<string, unknown> 
 export function validationError(message: string, errors: readonly { resource: string; field: string; code: string }[] = []): Record<string, unknown> {
   return { message, documentation_url: DOCS, errors };
 }
+
+/** `repos/get`'s answer: the repository with what the full shape adds (the caller's permissions, network counts). */
+export function fullRepository(model: RepositoryModel, web: string, api: string): Record<string, unknown> {
+  return { ...repository(model, web, api), network_count: 0, subscribers_count: 0 };
+}

@@ -15,6 +15,7 @@ import {
   issueComment,
   issueOfPull,
   label,
+  fullRepository,
   repository,
   simpleUser,
   validationError,
@@ -48,6 +49,13 @@ type Handler = (req: RestRequest) => RestAnswer;
 const LEGACY: Readonly<Record<Role, string>> = { admin: 'admin', maintain: 'write', write: 'write', triage: 'read', read: 'read' };
 
 const notFound = (): RestAnswer => ({ status: 404, body: error('Not Found', 404) });
+
+/** GitHub's 405 message for a merge method the repository's settings do not allow. */
+const DISALLOWED_METHOD: Readonly<Record<'merge' | 'squash' | 'rebase', string>> = {
+  merge: 'Merge commits are not allowed on this repository.',
+  squash: 'Squash merges are not allowed on this repository.',
+  rebase: 'Rebase merges are not allowed on this repository.',
+};
 
 function field(body: unknown, name: string): unknown {
   return typeof body === 'object' && body !== null && !Array.isArray(body) ? (body as Record<string, unknown>)[name] : undefined;
@@ -134,6 +142,8 @@ const handlers: Readonly<Record<string, Handler>> = {
     return { status: 200, body: page.items, headers: page.headers };
   },
 
+  'repos/get': (req) => ({ status: 200, body: fullRepository(req.model, req.web, req.api) }),
+
   'apps/list-repos-accessible-to-installation': (req) => {
     if (req.app === null) return notFound();
     const all = [repository(req.model, req.web, req.api)];
@@ -219,7 +229,11 @@ const handlers: Readonly<Record<string, Handler>> = {
     if (pr.mergeable !== 'MERGEABLE' || pr.mergeState === 'DIRTY') return notMergeable('Pull Request is not mergeable');
     if (pr.mergeState === 'BLOCKED') return notMergeable('Required status check "ci" is expected.');
     if (pr.mergeState === 'BEHIND') return notMergeable('Head branch is not up to date with the base branch');
-    const merged = req.model.squashMerge(number);
+    // The base's branch protection: GitHub merges nothing while a required check has not passed on the head.
+    const missing = req.model.missingRequiredChecks(pr.baseRef, req.model.headSha(number));
+    if (missing.length > 0) return notMergeable(`Required status check "${missing[0] ?? ''}" is expected.`);
+    if (!req.model.mergeMethods.has(method)) return notMergeable(DISALLOWED_METHOD[method]);
+    const merged = req.model.merge(number, method);
     return { status: 200, body: { sha: merged, merged: true, message: 'Pull Request successfully merged' } };
   },
 

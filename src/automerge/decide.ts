@@ -82,6 +82,7 @@ export const AUTOMERGE_REASON_CODES = [
   'changes-requested', // the forge's review decision: a reviewer asked for changes
   'no-agent-fix', // gate
   'no-repair-worker', // gate
+  'fork-no-repair', // gate: a fork's branch is its author's; proofgate never pushes to it
   'repair-made-no-change', // gate
   // merge
   'ready',

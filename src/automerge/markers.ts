@@ -24,6 +24,9 @@
  * record holds the verdict (`run`, null when the reviewer keeps no record).
  * The marker is the forge-visible copy of that record. Markers of an older
  * format (v1, v2: without these bindings) are `malformed`, never trusted.
+ *
+ * A reply to a maintainer command carries a `command-reply` marker naming the
+ * comment version and the command's line it answers (`answeredCommandLines`).
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { canonicalJson, ProofgateError, sha256Hex } from '../core/index.js';
@@ -64,7 +67,26 @@ export interface StatusFields {
   readonly intent: string;
 }
 
-export type MarkerFields = ReviewVerdictFields | StatusFields;
+/**
+ * A reply to one maintainer command: the comment version whose command it
+ * answers (the comment id, or a replay's id, and its `updated_at`) and the
+ * command's line in that comment (one command per line). The router reads
+ * these back so that a command whose route was cut short gets its reply once.
+ */
+export interface CommandReplyFields {
+  readonly kind: 'command-reply';
+  readonly change: string;
+  /** The change's head when the reply was written. */
+  readonly head: string;
+  /** The comment (or replay) whose command this answers. */
+  readonly comment: string;
+  /** That comment version's `updated_at`, as the forge gave it. */
+  readonly updatedAt: string;
+  /** The command's 1-based line in the comment. */
+  readonly line: number;
+}
+
+export type MarkerFields = ReviewVerdictFields | StatusFields | CommandReplyFields;
 
 export type MarkerSecret = string | Uint8Array;
 
@@ -122,6 +144,11 @@ const HEAD_SHA = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
 const REVIEW_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const INTENT = /^[a-z0-9][a-z0-9._-]{0,63}$/;
 const MAC_HEX = /^[0-9a-f]{64}$/;
+/** A comment id or a replay id (`<comment id>:replay-<n>`). */
+const COMMENT_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+/** A forge's `updated_at` (ISO 8601 as forges write it; bounded, no spaces). */
+const FORGE_TIME = /^[0-9A-Za-z:.+-]{1,64}$/;
+const MAX_LINE = 1_000_000;
 const VERDICTS: readonly string[] = ['CONFIRMED', 'REFUTED', 'HOLD'];
 const MAX_FINDINGS = 100_000;
 
@@ -159,6 +186,15 @@ function fieldProblem(fields: Record<string, unknown>): string | null {
     const keys = Object.keys(fields).sort().join(',');
     if (keys !== 'change,head,intent,kind') return `automerge-status fields (${keys})`;
     if (typeof fields.intent !== 'string' || !INTENT.test(fields.intent)) return 'intent';
+    return null;
+  }
+  if (fields.kind === 'command-reply') {
+    const keys = Object.keys(fields).sort().join(',');
+    if (keys !== 'change,comment,head,kind,line,updatedAt') return `command-reply fields (${keys})`;
+    if (typeof fields.comment !== 'string' || !COMMENT_ID.test(fields.comment)) return 'comment id';
+    if (typeof fields.updatedAt !== 'string' || !FORGE_TIME.test(fields.updatedAt)) return 'comment time (updatedAt)';
+    const line = fields.line;
+    if (typeof line !== 'number' || !Number.isInteger(line) || line < 1 || line > MAX_LINE) return 'command line';
     return null;
   }
   return 'kind';
@@ -371,4 +407,31 @@ export function findOwnComment(comments: readonly ForgeComment[], query: OwnComm
     if (marker !== undefined) found = { comment, marker };
   }
   return found;
+}
+
+/**
+ * The lines of a comment version's commands that proofgate has answered
+ * (pure): every comment written by `selfLogin` holding a marker of kind
+ * `command-reply` for `changeId`, `comment` and `updatedAt` whose HMAC
+ * verifies. A marker in anyone else's comment never counts, even a byte for
+ * byte copy. A reply of proofgate's whose text was edited afterwards (its
+ * marker is `edited`, the signature still good) counts too: proofgate did
+ * write it, and a second one would be a duplicate.
+ */
+export function answeredCommandLines(
+  comments: readonly ForgeComment[],
+  query: OwnCommentQuery,
+  version: { readonly comment: string; readonly updatedAt: string },
+): ReadonlySet<number> {
+  const lines = new Set<number>();
+  for (const comment of comments) {
+    if (!sameLogin(comment.author, query.selfLogin)) continue;
+    const { trusted: found, rejected } = readMarkers(comment, query);
+    const signed = [...found.map((marker) => marker.fields), ...rejected.filter((marker) => marker.reason === 'edited').map((marker) => marker.fields)];
+    for (const fields of signed) {
+      if (fields?.kind !== 'command-reply') continue;
+      if (fields.comment === version.comment && fields.updatedAt === version.updatedAt) lines.add(fields.line);
+    }
+  }
+  return lines;
 }

@@ -25,8 +25,17 @@ import {
 } from '../../src/automerge/loop/index.js';
 import { defaultStoragePolicy } from '../../src/storage/policy.js';
 import { createLocalRunStorage } from '../../src/storage/sqlite/index.js';
-import { fixture, signDelivery, startGitHubServer, type GitHubTestServer, type SignedDelivery } from '../support/github-server/index.js';
-import { makeTempRepo, type TempRepo } from '../forge/git-fixture.js';
+import {
+  checkRunCompletedPayload,
+  fixture,
+  issueCommentPayload,
+  repositoryPayload,
+  signDelivery,
+  startGitHubServer,
+  type GitHubTestServer,
+  type SignedDelivery,
+} from '../support/github-server/index.js';
+import { makeTempRepo, treeFiles, type TempRepo } from '../forge/git-fixture.js';
 
 export const SELF = 'proofgate-bot';
 export const MAINTAINER = 'maint';
@@ -67,14 +76,6 @@ export interface GitHubLoop {
   /** Complete a check run in the model and deliver its signed `check_run.completed` webhook. */
   completeCheck(pr: number, runId: number, conclusion?: string): Promise<void>;
   cleanup(): Promise<void>;
-}
-
-function filesAt(repo: TempRepo, sha: string): Record<string, string> {
-  const names = repo
-    .git(['ls-tree', '-r', '--name-only', sha])
-    .split('\n')
-    .filter((n) => n !== '');
-  return Object.fromEntries(names.map((name) => [name, repo.git(['show', `${sha}:${name}`]) + '\n']));
 }
 
 function remoteFiles(remote: string, sha: string): Record<string, string> {
@@ -125,13 +126,8 @@ export async function githubLoop(
   };
   const jobs = new ChangeJobs(env);
   const router = new AutomergeRouter(jobs);
-  const repository = fixture('issue_comment', 'created.payload.json').repository as Record<string, unknown>;
-  const repoPayload = {
-    ...repository,
-    name: model.repo,
-    full_name: `${model.owner}/${model.repo}`,
-    owner: { ...(repository.owner as object), login: model.owner },
-  };
+  const repoPayload = repositoryPayload(model.owner, model.repo);
+  const repositoryId = repoPayload.id as number;
 
   async function send(signed: SignedDelivery): Promise<RouteResult | null> {
     // A fresh delivery ledger per send: these tests exercise the router's own redelivery handling (test/forge/github/webhooks.test.ts covers the ledger).
@@ -150,21 +146,7 @@ export async function githubLoop(
 
   function commentDelivery(pr: number, body: string, author = MAINTAINER) {
     const created = model.addComment(pr, author, body);
-    const base = fixture('issue_comment', 'created.payload.json');
-    const issue = { ...(base.issue as object), number: pr, pull_request: { url: `${server.url}/repos/${model.owner}/${model.repo}/pulls/${pr}` } };
-    const payload = (action: string, text: string) => ({
-      ...base,
-      action,
-      issue,
-      comment: {
-        ...(base.comment as object),
-        id: created.id,
-        body: text,
-        user: { login: author, id: 7, type: 'User' },
-        created_at: created.createdAt,
-        updated_at: created.updatedAt,
-      },
-    });
+    const payload = (action: string, text: string) => issueCommentPayload(server.url, `${model.owner}/${model.repo}`, pr, { ...created, author }, text, action);
     return {
       commentId: created.id,
       delivery: sign('issue_comment', payload('created', body)),
@@ -217,7 +199,7 @@ export async function githubLoop(
       return seen;
     },
     mirrorCommit(sha, parent) {
-      return model.commit({ sha, files: filesAt(repo, sha), ...(parent === undefined ? {} : { parent }) });
+      return model.commit({ sha, files: treeFiles(repo, sha), ...(parent === undefined ? {} : { parent }) });
     },
     syncRemote() {
       rmSync(remote, { recursive: true, force: true });
@@ -236,27 +218,7 @@ export async function githubLoop(
       run.status = 'completed';
       run.conclusion = conclusion;
       run.completedAt = model.now();
-      const base = fixture('check_run', 'completed.payload.json');
-      const checkRun = {
-        ...(base.check_run as object),
-        id: run.id,
-        name: run.name,
-        head_sha: run.headSha,
-        status: 'completed',
-        conclusion,
-        started_at: run.startedAt,
-        completed_at: run.completedAt,
-        pull_requests: [
-          {
-            number: pr,
-            id: pr,
-            url: `${server.url}/pulls/${pr}`,
-            head: { sha: run.headSha, ref: 'x', repo: { id: repository.id } },
-            base: { sha: 'x', ref: 'main', repo: { id: repository.id } },
-          },
-        ],
-      };
-      await deliver('check_run', { ...base, action: 'completed', check_run: checkRun });
+      await deliver('check_run', checkRunCompletedPayload(server.url, repositoryId, run, conclusion, [pr]));
     },
     async cleanup() {
       for (const timer of watchers) clearInterval(timer);

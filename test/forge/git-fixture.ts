@@ -172,3 +172,12 @@ export function makeChangeRepo(config?: string): TempRepo & { baseSha: string; h
   });
   return { ...tempRepoAt(root), baseSha: meta.baseSha, headSha: meta.headSha };
 }
+
+/** Every file of commit `sha` as text (each with a final newline), as the GitHub test server's model stores a commit. */
+export function treeFiles(repo: Pick<TempRepo, 'git'>, sha: string): Record<string, string> {
+  const names = repo
+    .git(['ls-tree', '-r', '--name-only', sha])
+    .split('\n')
+    .filter((n) => n !== '');
+  return Object.fromEntries(names.map((name) => [name, repo.git(['show', `${sha}:${name}`]) + '\n']));
+}

@@ -77,6 +77,44 @@ describe('proofgate serve as a GitHub App (SQLite queue, the API test server, si
   });
 });
 
+describe('from a delivery to its job', () => {
+  it('every check_run delivery is answered 202 and its resume job starts; figures for the bench', async () => {
+    const h = (harness = await startServiceHarness({ workers: 1 }));
+    await until(() => h.events.some((e) => e.kind === 'completed' && e.job.task === 'repository'), 'the start pass did not run');
+    const { number, runId } = h.openPullRequest();
+    const latencies: number[] = [];
+    for (let i = 0; i < 40; i++) {
+      const from = h.events.length;
+      const sent = performance.now();
+      expect((await h.completeCheck(number, runId)).status).toBe(202);
+      await until(() => h.events.slice(from).some((e) => e.kind === 'started' && e.job.task === 'resume'), `delivery ${i} did not start a job`);
+      const index = h.events.findIndex((e, at) => at >= from && e.kind === 'started' && e.job.task === 'resume');
+      latencies.push(h.eventTimes[index]! - sent);
+      await until(() => h.events.slice(index).some((e) => e.kind === 'completed' && e.job.task === 'resume'), `job ${i} did not end`);
+    }
+    const sorted = [...latencies].sort((a, b) => a - b);
+    const at = (q: number) => Math.round(sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]! * 10) / 10;
+    console.info(`delivery figures: ${JSON.stringify({ deliveries: latencies.length, p50Ms: at(0.5), p99Ms: at(0.99) })}`);
+  });
+});
+
+describe("a fork's pull request", () => {
+  it('is reviewed like any other, but a rebase it needs is a block: nothing is pushed anywhere', async () => {
+    const h = (harness = await startServiceHarness());
+    const { number, runId, head } = h.openPullRequest('forked', { crossRepository: true });
+    h.server.model.setMergeable(number, 'MERGEABLE', 'BEHIND');
+    await h.completeCheck(number, runId);
+    await h.comment(number, '/proofgate automerge');
+    await until(
+      async () => h.service.runningLoops() === 0 && botComments(h, number).some((c) => c.body.includes('fork-no-repair')),
+      'the fork was not blocked',
+    );
+    expect(h.server.model.pull(number).merged).toBe(false);
+    expect(h.server.model.headSha(number)).toBe(head);
+    expect(h.server.requests.filter((r) => r.operation === 'git/update-ref' || r.operation === 'pulls/update-branch')).toEqual([]);
+  });
+});
+
 describe('commands addressed to the App by its name', () => {
   it('@<slug> status is answered like /proofgate status; @<another app> is not a command', async () => {
     const h = (harness = await startServiceHarness());

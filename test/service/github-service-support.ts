@@ -14,8 +14,8 @@ import { join } from 'node:path';
 import pino from 'pino';
 import type { JobEvent } from '../../src/service/jobs/index.js';
 import { startGitHubService, type GitHubService, type GitHubServiceOptions } from '../../src/service/index.js';
-import { fixture, startGitHubServer, type GitHubTestServer } from '../support/github-server/index.js';
-import { makeTempRepo, type TempRepo } from '../forge/git-fixture.js';
+import { checkRunCompletedPayload, issueCommentPayload, repositoryPayload, startGitHubServer, type GitHubTestServer } from '../support/github-server/index.js';
+import { makeTempRepo, treeFiles, type TempRepo } from '../forge/git-fixture.js';
 
 export const APP_ID = 4242;
 export const APP_SLUG = 'proofgate-test';
@@ -40,6 +40,8 @@ export interface ServiceHarness {
   readonly remote: string;
   readonly root: string;
   readonly events: JobEvent[];
+  /** `performance.now()` at each of `events`, same index. */
+  readonly eventTimes: number[];
   service: GitHubService;
   /** Send a signed delivery to the service's /webhooks (same id and body again: a redelivery). */
   send(eventName: string, payload: Record<string, unknown>, deliveryId?: string): Promise<Delivered>;
@@ -48,18 +50,10 @@ export interface ServiceHarness {
   /** Complete a check run in the model and deliver its `check_run.completed`. */
   completeCheck(pr: number, runId: number, conclusion?: string): Promise<Delivered>;
   /** main with the trusted config and a feature branch, as pull request `number` in the model. */
-  openPullRequest(branch?: string): { number: number; base: string; head: string; runId: number };
+  openPullRequest(branch?: string, options?: { crossRepository?: boolean }): { number: number; base: string; head: string; runId: number };
   /** Start (again) a service on the same store. */
   restart(extra?: Partial<GitHubServiceOptions>): Promise<GitHubService>;
   cleanup(): Promise<void>;
-}
-
-function filesAt(repo: TempRepo, sha: string): Record<string, string> {
-  const names = repo
-    .git(['ls-tree', '-r', '--name-only', sha])
-    .split('\n')
-    .filter((n) => n !== '');
-  return Object.fromEntries(names.map((name) => [name, repo.git(['show', `${sha}:${name}`]) + '\n']));
 }
 
 function post(url: string, headers: Record<string, string>, body: string): Promise<{ status: number; body: Record<string, unknown> }> {
@@ -88,6 +82,7 @@ export async function startServiceHarness(extra: Partial<GitHubServiceOptions> =
   const root = mkdtempSync(join(tmpdir(), 'proofgate-svc-state-'));
   const remote = join(root, 'remote.git');
   const events: JobEvent[] = [];
+  const eventTimes: number[] = [];
   const privateKey = keys.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
 
   const start = (more: Partial<GitHubServiceOptions> = {}): Promise<GitHubService> =>
@@ -108,18 +103,16 @@ export async function startServiceHarness(extra: Partial<GitHubServiceOptions> =
       retakeMs: 2_000,
       // One process: a lease never needs taking over, and the safety-net resume (due when a lease would run out) stays far off.
       leaseMs: 600_000,
-      observe: (event) => events.push(event),
+      observe: (event) => {
+        events.push(event);
+        eventTimes.push(performance.now());
+      },
       ...extra,
       ...more,
     });
 
-  const repository = fixture('issue_comment', 'created.payload.json').repository as Record<string, unknown>;
-  const repoPayload = {
-    ...repository,
-    name: model.repo,
-    full_name: `${model.owner}/${model.repo}`,
-    owner: { ...(repository.owner as object), login: model.owner },
-  };
+  const repoPayload = repositoryPayload(model.owner, model.repo);
+  const repositoryId = repoPayload.id as number;
   let mainSha: string | null = null;
   const installation = { id: INSTALLATION_ID, node_id: 'MDIzOkludGVncmF0aW9uSW5zdGFsbGF0aW9uNzc=' };
 
@@ -129,6 +122,7 @@ export async function startServiceHarness(extra: Partial<GitHubServiceOptions> =
     remote,
     root,
     events,
+    eventTimes,
     service: await start(),
     async send(eventName, payload, deliveryId = randomUUID()) {
       const body = JSON.stringify({ ...payload, repository: repoPayload, installation });
@@ -143,20 +137,7 @@ export async function startServiceHarness(extra: Partial<GitHubServiceOptions> =
     },
     async comment(pr, text, author = MAINTAINER) {
       const created = model.addComment(pr, author, text);
-      const base = fixture('issue_comment', 'created.payload.json');
-      const payload = {
-        ...base,
-        action: 'created',
-        issue: { ...(base.issue as object), number: pr, pull_request: { url: `${server.url}/repos/${model.owner}/${model.repo}/pulls/${pr}` } },
-        comment: {
-          ...(base.comment as object),
-          id: created.id,
-          body: text,
-          user: { login: author, id: 7, type: 'User' },
-          created_at: created.createdAt,
-          updated_at: created.updatedAt,
-        },
-      };
+      const payload = issueCommentPayload(server.url, `${model.owner}/${model.repo}`, pr, { ...created, author }, text);
       return { ...(await harness.send('issue_comment', payload)), commentId: created.id, payload };
     },
     async completeCheck(pr, runId, conclusion = 'success') {
@@ -165,39 +146,19 @@ export async function startServiceHarness(extra: Partial<GitHubServiceOptions> =
       run.status = 'completed';
       run.conclusion = conclusion;
       run.completedAt = model.now();
-      const base = fixture('check_run', 'completed.payload.json');
-      const checkRun = {
-        ...(base.check_run as object),
-        id: run.id,
-        name: run.name,
-        head_sha: run.headSha,
-        status: 'completed',
-        conclusion,
-        started_at: run.startedAt,
-        completed_at: run.completedAt,
-        pull_requests: [
-          {
-            number: pr,
-            id: pr,
-            url: `${server.url}/pulls/${pr}`,
-            head: { sha: run.headSha, ref: 'x', repo: { id: repository.id } },
-            base: { sha: 'x', ref: 'main', repo: { id: repository.id } },
-          },
-        ],
-      };
-      return harness.send('check_run', { ...base, action: 'completed', check_run: checkRun });
+      return harness.send('check_run', checkRunCompletedPayload(server.url, repositoryId, run, conclusion, [pr]));
     },
-    openPullRequest(branch = 'feature') {
+    openPullRequest(branch = 'feature', options = {}) {
       if (mainSha === null) {
         mainSha = repo.commit('main', { 'README.md': '# demo\n', '.proofgate.yml': CONFIG }, 'initial');
-        model.setBranch('main', model.commit({ sha: mainSha, files: filesAt(repo, mainSha) }));
+        model.setBranch('main', model.commit({ sha: mainSha, files: treeFiles(repo, mainSha) }));
       }
       const base = mainSha;
       const head = repo.commit(branch, { [`${branch}.txt`]: `${branch}\n` }, `add ${branch}`, 'main');
-      model.commit({ sha: head, parent: base, files: filesAt(repo, head) });
+      model.commit({ sha: head, parent: base, files: treeFiles(repo, head) });
       rmSync(remote, { recursive: true, force: true });
       execFileSync('git', ['clone', '-q', '--bare', repo.dir, remote]);
-      const pr = model.openPullRequest({ author: 'casey', head: branch, headSha: head, title: `Add ${branch}` });
+      const pr = model.openPullRequest({ author: 'casey', head: branch, headSha: head, title: `Add ${branch}`, ...options });
       const run = model.addCheckRun({ sha: head, name: 'ci', status: 'in_progress' });
       return { number: pr.number, base, head, runId: run.id };
     },

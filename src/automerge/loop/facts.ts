@@ -13,7 +13,7 @@ import type { RepoConfig } from '../../contracts/repo-config.js';
 import type { ChangeSnapshot } from '../../forge/port.js';
 import { liveReviewBindings, resolveReviewRecord, type ReviewBindings } from '../../review/index.js';
 import type { RecordStanding, ReviewFacts } from '../decide.js';
-import { parseCommands } from '../commands.js';
+import { commandMention, parseCommands } from '../commands.js';
 import type { TrustedVerdict } from '../markers.js';
 import { trustedPathsTouched } from '../trusted-paths.js';
 import { recordApproval, resolveChangeApproval, type ApprovalSubject, type Approver } from './approval.js';
@@ -52,7 +52,7 @@ function approvalCandidates(env: AutomergeEnvironment, snapshot: ChangeSnapshot)
   const logins: string[] = [];
   for (const comment of snapshot.comments) {
     if (comment.authorType === 'Bot' || comment.author.toLowerCase() === env.forge.selfLogin.toLowerCase()) continue;
-    if (!parseCommands(comment.body).some((command) => command.kind === 'approve')) continue;
+    if (!parseCommands(comment.body, commandMention(env.forge.selfLogin)).some((command) => command.kind === 'approve')) continue;
     if (!logins.some((login) => login.toLowerCase() === comment.author.toLowerCase())) logins.push(comment.author);
   }
   return logins;

@@ -136,7 +136,12 @@ export async function runAutomergeLoop(env: AutomergeEnvironment, changeId: stri
       // Without an agent, failing checks can still be repaired by a rebase when the head is behind its base.
       const headBehind =
         proposed.kind === 'repair' && proposed.repair === 'fix-checks' && !agentFix && env.repair !== null ? await headBehindBase(env, it.snapshot) : false;
-      const decision = gateDecision(proposed, it.state, { repair: env.repair !== null, agentFix, headBehindBase: headBehind });
+      const decision = gateDecision(proposed, it.state, {
+        repair: env.repair !== null,
+        agentFix,
+        headBehindBase: headBehind,
+        fork: it.snapshot.crossRepository === true,
+      });
       if (decision.kind !== 'stop' && decision.kind !== 'block') checks.start(it);
       await presenter.show(it, decision);
       if (decision.kind !== 'wait') window = null;

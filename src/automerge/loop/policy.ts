@@ -60,6 +60,8 @@ export interface Capabilities {
    * without an agent can still rebase (the base may have fixed the checks).
    */
   readonly headBehindBase?: boolean;
+  /** The head is a fork's branch: it is reviewed and merged like any other, never repaired by a push. */
+  readonly fork?: boolean;
 }
 
 /**
@@ -92,6 +94,13 @@ export function gateDecision(decision: AutomergeDecision, ledger: AutomergeLedge
       kind: 'block',
       code: 'no-agent-fix',
       reason: `${decision.reason}; no agent-fix command is configured (automerge.agentFix), so a human must fix it`,
+    };
+  }
+  if (capabilities.fork === true) {
+    return {
+      kind: 'block',
+      code: 'fork-no-repair',
+      reason: `${decision.reason}; the head is a fork's branch, which proofgate never pushes to: its author must update it`,
     };
   }
   if (!capabilities.repair) return { kind: 'block', code: 'no-repair-worker', reason: `${decision.reason}; no repair worker is available` };

@@ -6,16 +6,27 @@
  * events (a check finished, a push, a close) wake the change's job at once,
  * or restart it when automerge is on and no job runs. Every step is an event
  * in the store.
+ *
+ * Replies are written once. Each carries a signed `command-reply` marker
+ * naming the comment version and the command's line. A route cut short by a
+ * failure (a reply GitHub refused, say) records a `commands-interrupted` step
+ * with the lines it ran and the ones it finished; the next delivery of that
+ * comment version (the retried job), which the ledger skips as applied,
+ * claims the rest (`commands-resumed`, one claimant) and runs the unfinished
+ * commands on the current state, writing only the replies whose marker is not
+ * among proofgate's own comments in the snapshot it read.
  */
-import { ProofgateError } from '../../core/index.js';
+import { isProofgateError, newId, ProofgateError, type JsonValue } from '../../core/index.js';
 import type { ChangeSnapshot, ForgeComment, ForgeEvent, RepoPermission } from '../../forge/port.js';
-import { commandText, parseCommands, type ParsedCommand } from '../commands.js';
+import { commandMention, commandText, parseCommands, type ParsedCommand } from '../commands.js';
 import type { AutomergeDecision } from '../decide.js';
 import { automergeActive, type AutomergeLedgerState, type SkipReason } from '../ledger.js';
+import { answeredCommandLines, composeMarkedBody, type CommandReplyFields } from '../markers.js';
 import { escapeText, renderStatusComment } from '../status-comment.js';
 import { authorizeCommand, type Authorization } from '../trust.js';
 import { approveChange } from './facts.js';
 import type { ChangeJobs, Dispatch } from './job.js';
+import type { LoadedLedger, StepEvent } from './ledger-store.js';
 import { trustedConfig } from './policy.js';
 
 export interface RouteResult {
@@ -24,6 +35,11 @@ export interface RouteResult {
   /** Commands acted on now (empty for a redelivery or an unchanged edit). */
   readonly ran: readonly ParsedCommand[];
   readonly skipped: SkipReason | null;
+  /**
+   * Commands of a redelivered comment version whose first route was cut short
+   * before they finished, finished now (their missing replies written).
+   */
+  readonly resumed: readonly ParsedCommand[];
   /** The change's job when one was started or joined. */
   readonly dispatch: Dispatch | null;
 }
@@ -37,7 +53,7 @@ export interface CommentOptions {
 }
 
 export const HELP_TEXT = [
-  'proofgate understands these commands, one per line (with `/proofgate` or `@proofgate`):',
+  "proofgate understands these commands, one per line (with `/proofgate` or `@proofgate`; on GitHub also `@` and the App's name):",
   '',
   '- `/proofgate automerge`: review, repair and merge this change at its exact reviewed head',
   '- `/proofgate stop`: stop automerge (until a later `/proofgate automerge`)',
@@ -66,9 +82,19 @@ export function statusReply(head: string, state: AutomergeLedgerState, asker: st
   return lines.join('\n');
 }
 
-const EMPTY: RouteResult = { commands: [], refused: [], ran: [], skipped: null, dispatch: null };
+/** The reply to a command that would start or stop work on a merged or closed change (pure). */
+export function endedReply(snapshot: Pick<ChangeSnapshot, 'state'>, state: AutomergeLedgerState, command: string, asker: string): string {
+  const merged = state.merged === null ? '' : ` (head \`${state.merged.head.slice(0, 12)}\` as \`${state.merged.mergeCommit.slice(0, 12)}\`)`;
+  const what = state.merged !== null ? 'merged' : snapshot.state === 'merged' ? 'merged' : 'closed';
+  return `proofgate (asked by ${escapeText(asker)}): this change is ${what}${merged}; \`${escapeText(command)}\` does nothing.`;
+}
+
+const EMPTY: RouteResult = { commands: [], refused: [], ran: [], skipped: null, dispatch: null, resumed: [] };
 
 type Refusal = Extract<Authorization, { readonly allowed: false }>;
+
+/** Commands that would start, stop or redo work: on a merged or closed change they only get a reply. */
+const ENDED_COMMANDS: ReadonlySet<ParsedCommand['kind']> = new Set(['automerge', 'stop', 'review', 'rebase']);
 
 /** Permissions that may give every command (and so have a comment replayed). */
 const WRITERS: ReadonlySet<RepoPermission> = new Set(['admin', 'maintain', 'write']);
@@ -78,6 +104,37 @@ interface CommandSource {
   readonly comment: ForgeComment;
   readonly permission: RepoPermission;
   readonly replay: string | null;
+  /** The `updated_at` of the delivered version (a replay's: the time of the replay). */
+  readonly updatedAt: string;
+}
+
+/**
+ * How far one route of a comment version got: `answered`, on a resumed
+ * route, the lines whose reply proofgate's own comments already hold (null
+ * on a first route); `done`, the lines whose command finished (filled in as
+ * they finish).
+ */
+interface RouteProgress {
+  readonly answered: ReadonlySet<number> | null;
+  readonly done: Set<number>;
+}
+
+/** The steps that say how a route of one comment version ended or who took it up again. */
+const INTERRUPTED = 'commands-interrupted';
+const RESUMED = 'commands-resumed';
+
+function numbers(value: JsonValue | undefined): number[] {
+  return Array.isArray(value) ? value.filter((item): item is number => typeof item === 'number' && Number.isInteger(item)) : [];
+}
+
+/** The latest `commands-interrupted` or `commands-resumed` step of a comment version, with its position among the steps. */
+function lastRouteStep(steps: readonly StepEvent[], comment: string, updatedAt: string): { readonly index: number; readonly step: StepEvent } | null {
+  for (let index = steps.length - 1; index >= 0; index -= 1) {
+    const step = steps[index];
+    if (step === undefined || (step.step !== INTERRUPTED && step.step !== RESUMED)) continue;
+    if (step.comment === comment && step.updatedAt === updatedAt) return { index, step };
+  }
+  return null;
 }
 
 function actorOf(snapshot: ChangeSnapshot, comment: ForgeComment, permission: RepoPermission) {
@@ -153,8 +210,10 @@ export class AutomergeRouter {
 
   async handleComment(changeId: string, comment: ForgeComment, options: CommentOptions = {}): Promise<RouteResult> {
     const env = this.#env;
-    const commands = parseCommands(comment.body);
+    const commands = parseCommands(comment.body, commandMention(env.forge.selfLogin));
     if (commands.length === 0 || comment.author.toLowerCase() === env.forge.selfLogin.toLowerCase()) return { ...EMPTY, commands };
+    // What the ledger held before the snapshot was read: a route interrupted since may have replies the snapshot does not show.
+    const seen = await env.store.load(changeId);
     const snapshot = await env.forge.snapshot(changeId);
     const permission: RepoPermission = options.operator === true ? 'admin' : await env.forge.permission(comment.author);
     const actor = actorOf(snapshot, comment, permission);
@@ -169,21 +228,97 @@ export class AutomergeRouter {
       this.#progress(changeId, entry.reason);
       await env.store.step(changeId, 'command-refused', { comment: comment.id, command: entry.command, reason: entry.reason });
     }
-    if (allowed.length === 0) return { commands, refused, ran: [], skipped: null, dispatch: null };
+    if (allowed.length === 0) return { commands, refused, ran: [], skipped: null, dispatch: null, resumed: [] };
     const application = await env.store.applyCommands(changeId, {
       comment: { id: comment.id, author: comment.author, updatedAt: comment.updatedAt },
       commands: allowed,
     });
+    const source: CommandSource = { comment, permission, replay: null, updatedAt: comment.updatedAt };
     if (application.skipped !== null || application.run.length === 0) {
       await env.store.step(changeId, 'command-skipped', {
         comment: comment.id,
         updatedAt: comment.updatedAt,
         reason: application.skipped ?? 'no-new-commands',
       });
-      return { commands, refused, ran: [], skipped: application.skipped, dispatch: null };
+      const resumed = application.skipped === 'redelivery' ? await this.#resume(changeId, snapshot, seen, source, allowed) : null;
+      return { commands, refused, ran: [], skipped: application.skipped, dispatch: resumed?.dispatch ?? null, resumed: resumed?.commands ?? [] };
     }
-    const dispatch = await this.#run(changeId, snapshot, { comment, permission, replay: null }, application.run);
-    return { commands, refused, ran: application.run, skipped: null, dispatch };
+    const progress: RouteProgress = { answered: null, done: new Set() };
+    const lines = application.run.map((command) => command.line);
+    const dispatch = await this.#guarded(changeId, source, lines, progress, () => this.#run(changeId, snapshot, source, application.run, progress));
+    return { commands, refused, ran: application.run, skipped: null, dispatch, resumed: [] };
+  }
+
+  /**
+   * Run a route; when it fails, record how far it got (`commands-interrupted`:
+   * the lines it was to run and those that finished) so that the next
+   * delivery of the same comment version finishes it, then fail as it did.
+   */
+  async #guarded(
+    changeId: string,
+    source: CommandSource,
+    lines: readonly number[],
+    progress: RouteProgress,
+    route: () => Promise<Dispatch | null>,
+  ): Promise<Dispatch | null> {
+    try {
+      return await route();
+    } catch (error) {
+      const done = [...progress.done].sort((a, b) => a - b);
+      this.#progress(
+        changeId,
+        `comment ${source.comment.id}: ${done.length} of ${lines.length} command(s) finished before a failure; the next delivery finishes the rest`,
+      );
+      try {
+        await this.#env.store.step(changeId, INTERRUPTED, {
+          comment: source.comment.id,
+          updatedAt: source.updatedAt,
+          lines: [...lines],
+          done,
+        });
+      } catch {
+        // The store failed too: the original failure is the one to report.
+      }
+      throw error;
+    }
+  }
+
+  /**
+   * A redelivery of a comment version whose route was cut short: when its
+   * latest route step is `commands-interrupted` and was recorded before this
+   * delivery's snapshot was read (so the snapshot shows every reply written
+   * before it), claim it (`commands-resumed`, at one stream revision: one
+   * claimant) and run its unfinished commands that are still allowed, on the
+   * current state; a reply whose marker is already among proofgate's own
+   * comments is not written again. Null when there is nothing to finish (a
+   * redelivery after a route that finished, or one another delivery resumes).
+   */
+  async #resume(
+    changeId: string,
+    snapshot: ChangeSnapshot,
+    seen: LoadedLedger,
+    source: CommandSource,
+    allowed: readonly ParsedCommand[],
+  ): Promise<{ readonly commands: readonly ParsedCommand[]; readonly dispatch: Dispatch | null } | null> {
+    const env = this.#env;
+    const { comment, updatedAt } = source;
+    const known = seen.steps.length;
+    const cut = await env.store.appendWith(changeId, (loaded) => {
+      const last = lastRouteStep(loaded.steps, comment.id, updatedAt);
+      if (last === null || last.step.step !== INTERRUPTED || last.index >= known) return { events: [], result: null };
+      const data = { step: RESUMED, at: env.store.now(), comment: comment.id, updatedAt };
+      return { events: [{ id: newId('ams'), type: 'step', data }], result: last.step };
+    });
+    if (cut === null) return null;
+    const lines = numbers(cut.lines);
+    const progress: RouteProgress = {
+      answered: answeredCommandLines(snapshot.comments, { selfLogin: env.forge.selfLogin, secret: env.secret, changeId }, { comment: comment.id, updatedAt }),
+      done: new Set(numbers(cut.done)),
+    };
+    const pending = allowed.filter((command) => lines.includes(command.line) && !progress.done.has(command.line));
+    this.#progress(changeId, `comment ${comment.id}: finishing ${pending.length} command(s) a failure cut short`);
+    const dispatch = await this.#guarded(changeId, source, lines, progress, () => this.#run(changeId, snapshot, source, pending, progress));
+    return { commands: pending, dispatch };
   }
 
   /**
@@ -212,7 +347,7 @@ export class AutomergeRouter {
         { changeId, commentId },
       );
     }
-    const commands = parseCommands(comment.body);
+    const commands = parseCommands(comment.body, commandMention(env.forge.selfLogin));
     if (commands.length === 0 || comment.author.toLowerCase() === env.forge.selfLogin.toLowerCase()) {
       throw new ProofgateError(
         'INVALID_INPUT',
@@ -256,103 +391,188 @@ export class AutomergeRouter {
     const application = await env.store.applyCommands(changeId, { comment: { id: replay, author: comment.author, updatedAt: at }, commands });
     if (application.skipped !== null || application.run.length === 0) {
       await env.store.step(changeId, 'command-skipped', { comment: replay, updatedAt: at, reason: application.skipped ?? 'no-new-commands' });
-      return { commands, refused: [], ran: [], skipped: application.skipped, dispatch: null };
+      return { commands, refused: [], ran: [], skipped: application.skipped, dispatch: null, resumed: [] };
     }
-    const dispatch = await this.#run(changeId, snapshot, { comment, permission, replay }, application.run);
-    return { commands, refused: [], ran: application.run, skipped: null, dispatch };
+    const source: CommandSource = { comment, permission, replay, updatedAt: at };
+    const dispatch = await this.#run(changeId, snapshot, source, application.run, { answered: null, done: new Set() });
+    return { commands, refused: [], ran: application.run, skipped: null, dispatch, resumed: [] };
   }
 
-  /** Act on the authorized, newly applied commands of one comment (or of its replay), in order. */
-  async #run(changeId: string, snapshot: ChangeSnapshot, source: CommandSource, commands: readonly ParsedCommand[]): Promise<Dispatch | null> {
+  /**
+   * Act on the authorized, newly applied commands of one comment (or of its
+   * replay), in order, marking each finished one in `progress.done`. On a
+   * resumed route (`progress.answered` set) a reply already written is not
+   * written again, and `automerge` / `stop` act only while the ledger still
+   * says what they asked for (a later command has the last word).
+   */
+  async #run(
+    changeId: string,
+    snapshot: ChangeSnapshot,
+    source: CommandSource,
+    commands: readonly ParsedCommand[],
+    progress: RouteProgress,
+  ): Promise<Dispatch | null> {
     const env = this.#env;
-    const { comment, permission } = source;
+    const { comment } = source;
+    const resumed = progress.answered !== null;
     const replayed: Record<string, string> = source.replay === null ? {} : { replay: source.replay };
+    const resumedStep: Record<string, boolean> = resumed ? { resumed: true } : {};
     let dispatch: Dispatch | null = null;
     const start = (): Dispatch => (dispatch ??= this.jobs.dispatch(changeId));
+    // A merged or closed change keeps its final status comment and labels: a command that would start or stop work gets a short reply instead.
+    const ended = snapshot.state !== 'open' || (await env.store.load(changeId)).state.merged !== null;
     for (const command of commands) {
       this.#progress(changeId, `${comment.author}: ${commandText(command)}`);
-      await env.store.step(changeId, 'command-run', { comment: comment.id, actor: comment.author, command: commandText(command), ...replayed });
-      switch (command.kind) {
-        case 'automerge': {
-          await this.jobs.writer.applyLabels(snapshot, 'requested');
-          const decision: AutomergeDecision = { kind: 'wait', code: 'automerge-requested', reason: `automerge requested by ${comment.author}; starting` };
-          const { state } = await env.store.load(changeId);
-          await this.jobs.writer.writeComment(
-            snapshot,
-            renderStatusComment({ changeId, intent: this.jobs.writer.intent, head: snapshot.head.sha, decision, timeline: state.timeline }, env.secret),
-          );
-          start();
-          break;
-        }
-        case 'stop':
-          if (this.jobs.active(changeId)) {
-            env.signals.notify(changeId);
-          } else {
-            const { state } = await env.store.load(changeId);
-            const decision: AutomergeDecision = { kind: 'stop', code: 'stopped', reason: `stopped by ${comment.author}` };
-            await this.jobs.writer.writeComment(
-              snapshot,
-              renderStatusComment({ changeId, intent: this.jobs.writer.intent, head: snapshot.head.sha, decision, timeline: state.timeline }, env.secret),
-            );
-            await this.jobs.writer.applyLabels(snapshot, 'stop');
-          }
-          break;
-        case 'review':
-        case 'rebase':
-          this.jobs.enqueue(changeId, { kind: command.kind, actor: comment.author });
-          start();
-          break;
-        case 'status': {
-          const { state } = await env.store.load(changeId);
-          if (automergeActive(state) && state.merged === null) {
-            // The job refreshes the status comment (the command is a new timeline line).
-            start();
-          } else {
-            await env.forge.createComment(changeId, statusReply(snapshot.head.sha, state, comment.author));
-          }
-          break;
-        }
-        case 'approve': {
-          const config = await trustedConfig(env.forge, snapshot);
-          const approved = await approveChange(env, snapshot, config, { login: comment.author, permission, commentId: comment.id }, command.sha);
-          const head = `\`${snapshot.head.sha.slice(0, 12)}\``;
-          if (approved.kind === 'refused') {
-            this.#progress(changeId, `approval by ${comment.author} not recorded: ${approved.reason}`);
-            await env.store.step(changeId, 'approval-refused', { comment: comment.id, actor: comment.author, reason: approved.reason });
-            await env.forge.createComment(changeId, `Approval by ${escapeText(comment.author)} not recorded: ${escapeText(approved.reason)}.`);
-            break;
-          }
-          await env.store.step(changeId, 'approval-recorded', { comment: comment.id, actor: comment.author, head: approved.head, paths: [...approved.paths] });
-          const touches = approved.paths.length === 0 ? '' : `, which touches ${escapeText(approved.paths.join(', '))}`;
-          const own =
-            actorOf(snapshot, comment, permission).isChangeAuthor && approved.required > 0
-              ? ` As the change's author, ${escapeText(comment.author)} does not count toward the ${approved.required} required approval(s).`
-              : '';
-          await env.forge.createComment(
-            changeId,
-            `${escapeText(comment.author)} approved head ${head} of this change${touches}.${own} A new head voids this approval.`,
-          );
-          const { state } = await env.store.load(changeId);
-          if (automergeActive(state) && state.merged === null) start();
-          break;
-        }
-        case 'proof':
-          await env.forge.createComment(
-            changeId,
-            `Proof requests (asked by ${escapeText(comment.author)}) are answered by a proof producer, and none is configured for this forge; nothing was run.`,
-          );
-          break;
-        case 'unknown':
-        case 'invalid': {
-          const why =
-            command.kind === 'invalid'
-              ? `"${escapeText(command.text)}" is not valid: ${escapeText(command.reason)}`
-              : `"${escapeText(command.text)}" is not a proofgate command.`;
-          await env.forge.createComment(changeId, `${why}\n\n${HELP_TEXT}`);
-          break;
-        }
-      }
+      await env.store.step(changeId, 'command-run', { comment: comment.id, actor: comment.author, command: commandText(command), ...replayed, ...resumedStep });
+      await this.#command(changeId, snapshot, source, command, { ended, resumed, answered: progress.answered?.has(command.line) ?? false, start });
+      progress.done.add(command.line);
     }
     return dispatch;
+  }
+
+  /**
+   * A reply to `command` (once): the text with a signed marker naming the
+   * comment version and the command's line.
+   */
+  async #reply(changeId: string, snapshot: ChangeSnapshot, source: CommandSource, command: ParsedCommand, text: string): Promise<void> {
+    const env = this.#env;
+    const fields: CommandReplyFields = {
+      kind: 'command-reply',
+      change: changeId,
+      head: snapshot.head.sha,
+      comment: source.replay ?? source.comment.id,
+      updatedAt: source.updatedAt,
+      line: command.line,
+    };
+    let body: string;
+    try {
+      body = composeMarkedBody(text, [fields], env.secret);
+    } catch (error) {
+      if (!isProofgateError(error, 'INVALID_INPUT')) throw error;
+      // A comment id or time no marker can name (not one a forge gives): the reply goes out unmarked rather than not at all.
+      this.#progress(changeId, `comment ${source.comment.id}: the reply to line ${command.line} carries no marker (${error.message})`);
+      body = text;
+    }
+    await env.forge.createComment(changeId, body);
+  }
+
+  /**
+   * `/proofgate approve`: record the maintainer's approval of the current head
+   * (the approval store answers `already` for one recorded before) and reply
+   * with what was recorded or why nothing was. True when it was recorded.
+   */
+  async #approve(changeId: string, snapshot: ChangeSnapshot, source: CommandSource, command: Extract<ParsedCommand, { kind: 'approve' }>): Promise<boolean> {
+    const env = this.#env;
+    const { comment, permission } = source;
+    const config = await trustedConfig(env.forge, snapshot);
+    const approved = await approveChange(env, snapshot, config, { login: comment.author, permission, commentId: comment.id }, command.sha);
+    const head = `\`${snapshot.head.sha.slice(0, 12)}\``;
+    if (approved.kind === 'refused') {
+      this.#progress(changeId, `approval by ${comment.author} not recorded: ${approved.reason}`);
+      await env.store.step(changeId, 'approval-refused', { comment: comment.id, actor: comment.author, reason: approved.reason });
+      await this.#reply(changeId, snapshot, source, command, `Approval by ${escapeText(comment.author)} not recorded: ${escapeText(approved.reason)}.`);
+      return false;
+    }
+    await env.store.step(changeId, 'approval-recorded', { comment: comment.id, actor: comment.author, head: approved.head, paths: [...approved.paths] });
+    const touches = approved.paths.length === 0 ? '' : `, which touches ${escapeText(approved.paths.join(', '))}`;
+    const own =
+      actorOf(snapshot, comment, permission).isChangeAuthor && approved.required > 0
+        ? ` As the change's author, ${escapeText(comment.author)} does not count toward the ${approved.required} required approval(s).`
+        : '';
+    await this.#reply(
+      changeId,
+      snapshot,
+      source,
+      command,
+      `${escapeText(comment.author)} approved head ${head} of this change${touches}.${own} A new head voids this approval.`,
+    );
+    return true;
+  }
+
+  /** One command of a route. */
+  async #command(
+    changeId: string,
+    snapshot: ChangeSnapshot,
+    source: CommandSource,
+    command: ParsedCommand,
+    route: { readonly ended: boolean; readonly resumed: boolean; readonly answered: boolean; readonly start: () => Dispatch },
+  ): Promise<void> {
+    const env = this.#env;
+    const { comment } = source;
+    const { resumed, answered, start } = route;
+    const reply = async (text: () => string | Promise<string>): Promise<void> => {
+      if (answered) {
+        this.#progress(changeId, `comment ${comment.id}: the reply to line ${command.line} was already written`);
+        return;
+      }
+      await this.#reply(changeId, snapshot, source, command, await text());
+    };
+    if (route.ended && ENDED_COMMANDS.has(command.kind)) {
+      await reply(async () => endedReply(snapshot, (await env.store.load(changeId)).state, commandText(command), comment.author));
+      return;
+    }
+    switch (command.kind) {
+      case 'automerge': {
+        const { state } = await env.store.load(changeId);
+        if (resumed && !(automergeActive(state) && state.merged === null)) return;
+        await this.jobs.writer.applyLabels(snapshot, 'requested');
+        const decision: AutomergeDecision = { kind: 'wait', code: 'automerge-requested', reason: `automerge requested by ${comment.author}; starting` };
+        await this.jobs.writer.writeComment(
+          snapshot,
+          renderStatusComment({ changeId, intent: this.jobs.writer.intent, head: snapshot.head.sha, decision, timeline: state.timeline }, env.secret),
+        );
+        start();
+        return;
+      }
+      case 'stop': {
+        if (this.jobs.active(changeId)) {
+          env.signals.notify(changeId);
+          return;
+        }
+        const { state } = await env.store.load(changeId);
+        if (resumed && automergeActive(state)) return;
+        const decision: AutomergeDecision = { kind: 'stop', code: 'stopped', reason: `stopped by ${comment.author}` };
+        await this.jobs.writer.writeComment(
+          snapshot,
+          renderStatusComment({ changeId, intent: this.jobs.writer.intent, head: snapshot.head.sha, decision, timeline: state.timeline }, env.secret),
+        );
+        await this.jobs.writer.applyLabels(snapshot, 'stop');
+        return;
+      }
+      case 'review':
+      case 'rebase':
+        this.jobs.enqueue(changeId, { kind: command.kind, actor: comment.author });
+        start();
+        return;
+      case 'status': {
+        const { state } = await env.store.load(changeId);
+        // While automerge is on, the job refreshes the status comment (the command is a new timeline line).
+        if (automergeActive(state) && state.merged === null) start();
+        else await reply(() => statusReply(snapshot.head.sha, state, comment.author));
+        return;
+      }
+      case 'approve': {
+        // A reply already written means the approval was decided and recorded (or refused) before: only the job is left to start.
+        if (!answered && !(await this.#approve(changeId, snapshot, source, command))) return;
+        const { state } = await env.store.load(changeId);
+        if (automergeActive(state) && state.merged === null) start();
+        return;
+      }
+      case 'proof':
+        await reply(
+          () =>
+            `Proof requests (asked by ${escapeText(comment.author)}) are answered by a proof producer, and none is configured for this forge; nothing was run.`,
+        );
+        return;
+      case 'unknown':
+      case 'invalid': {
+        const why =
+          command.kind === 'invalid'
+            ? `"${escapeText(command.text)}" is not valid: ${escapeText(command.reason)}`
+            : `"${escapeText(command.text)}" is not a proofgate command.`;
+        await reply(() => `${why}\n\n${HELP_TEXT}`);
+        return;
+      }
+    }
   }
 }

@@ -48,6 +48,15 @@ describe('gateDecision', () => {
   );
   it.each([
     [
+      "a fork's head is never repaired: a rebase it needs is a block its author must lift",
+      repair('rebase'),
+      initialLedger('1'),
+      { repair: true, agentFix: true, fork: true },
+      'block',
+      'fork-no-repair',
+      "the head is a fork's branch, which proofgate never pushes to",
+    ],
+    [
       'a head a repair replaced is not repaired again: wait for the forge',
       repair('rebase'),
       pushed,

@@ -7,3 +7,4 @@ export type { SchemaObject, SchemaViolation } from './json-schema.js';
 export { checkResponse, responseSchema, matchRoute } from './openapi.js';
 export { fixture, signDelivery, webhookFixtures, MAPPED_EVENTS } from './webhooks.js';
 export type { FixtureFile, SignedDelivery } from './webhooks.js';
+export { checkRunCompletedPayload, issueCommentPayload, repositoryPayload } from './deliveries.js';

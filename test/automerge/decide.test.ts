@@ -755,6 +755,7 @@ const LOOP_CODES: readonly AutomergeReasonCode[] = [
   'automerge-requested',
   'no-agent-fix',
   'no-repair-worker',
+  'fork-no-repair',
   'repair-made-no-change',
   'stopped',
 ];

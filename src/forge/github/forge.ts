@@ -42,6 +42,9 @@ interface RestComment {
   readonly updated_at: string;
 }
 
+/** How long a snapshot shows the author's permission before asking again. */
+const SHOWN_PERMISSION_MS = 60_000;
+
 /** Files at commit ids kept per forge (oldest dropped first). */
 const FILE_CACHE_ENTRIES = 256;
 
@@ -91,6 +94,24 @@ export function createGitHubForge(options: GitHubForgeOptions): Forge {
     }
   }
 
+  /**
+   * The change author's permission as a snapshot shows it, asked at most once
+   * a minute per login: it is shown, never judged (commands are authorized by
+   * `permission`, asked afresh every time), and a loop reads a snapshot at
+   * every turn.
+   */
+  const shownPermissions = new Map<string, { readonly at: number; readonly value: Promise<RepoPermission> }>();
+  function authorPermission(login: string): Promise<RepoPermission> {
+    const key = login.toLowerCase();
+    const kept = shownPermissions.get(key);
+    if (kept !== undefined && Date.now() - kept.at < SHOWN_PERMISSION_MS) return kept.value;
+    const value = permission(login);
+    shownPermissions.set(key, { at: Date.now(), value });
+    value.catch(() => shownPermissions.delete(key));
+    if (shownPermissions.size > 1024) shownPermissions.delete(shownPermissions.keys().next().value as string);
+    return value;
+  }
+
   let protectionWarned = false;
   /** Once per forge: the base's branch protection could not be read, so its required checks are unknown (counted as none). */
   function onProtectionUnreadable(message: string): void {
@@ -128,7 +149,7 @@ export function createGitHubForge(options: GitHubForgeOptions): Forge {
     },
 
     async snapshot(changeId: string): Promise<ChangeSnapshot> {
-      return readSnapshot({ octokit, owner, repo, pageSize, permission, onProtectionUnreadable }, prNumber(changeId));
+      return readSnapshot({ octokit, owner, repo, pageSize, permission: authorPermission, onProtectionUnreadable }, prNumber(changeId));
     },
 
     async createComment(changeId: string, body: string): Promise<ForgeComment> {

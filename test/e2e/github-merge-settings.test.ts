@@ -20,21 +20,25 @@ async function finished(done: Promise<JobResult> | undefined) {
 const NEVER_MS = 3_600_000;
 const WAIT_FOREVER = { transientPollMs: NEVER_MS, shepherdPollMs: NEVER_MS, transientWaitMs: NEVER_MS, shepherdWaitMs: NEVER_MS };
 
-/** main (with the trusted config) and a feature branch in the real repo, mirrored into the model as PR #1 with a running `ci` check. */
-function openPullRequest(l: GitHubLoop, config: string): { base: string; head: string; ci: number } {
+/**
+ * main (with the trusted config) and a feature branch in the real repo,
+ * mirrored into the model as PR #1 with a running `ci` check
+ * (`crossRepository`: its head lives in a fork).
+ */
+function openPullRequest(l: GitHubLoop, config: string, options: { crossRepository?: boolean } = {}): { base: string; head: string; ci: number } {
   const base = l.repo.commit('main', { 'README.md': '# demo\n', '.proofgate.yml': config }, 'initial');
   const head = l.repo.commit('feature', { 'feature.txt': 'a feature\n' }, 'add feature', 'main');
   l.syncRemote();
   const { model } = l.server;
   model.setBranch('main', l.mirrorCommit(base));
   l.mirrorCommit(head, base);
-  const pr = model.openPullRequest({ author: 'casey', head: 'feature', headSha: head, title: 'Add feature' });
+  const pr = model.openPullRequest({ author: 'casey', head: 'feature', headSha: head, title: 'Add feature', ...options });
   expect(pr.number).toBe(1);
   return { base, head, ci: model.addCheckRun({ sha: head, name: 'ci', status: 'in_progress' }).id };
 }
 
 describe('branch protection and merge settings, end to end on the GitHub API test server', () => {
-  it('a required check that never ran is pending: the loop waits for it, then merges with a merge commit', async () => {
+  it('a required check that never ran is pending: the loop waits for it, then merges with a merge commit and deletes the head branch', async () => {
     const l = (loop = await githubLoop({ waits: WAIT_FOREVER }));
     const { model } = l.server;
     model.protectBranch('main', { requiredChecks: ['ci', 'security'] });
@@ -58,9 +62,27 @@ describe('branch protection and merge settings, end to end on the GitHub API tes
     expect(pr.mergeMethod).toBe('merge');
     expect(model.parentsOf(pr.mergeCommitSha ?? '')).toEqual([base, head]);
     expect(l.server.requests.filter((r) => r.operation === 'pulls/merge').map((r) => r.status)).toEqual([200]);
-    // The GitHub forge does not delete branches yet: the head stays, and the ledger says why.
+    // deleteHeadBranch: the merged head is gone from GitHub, read at the merged sha first, and the ledger says so.
+    expect(model.branches.has('feature')).toBe(false);
+    expect(l.server.requests.filter((r) => r.operation === 'git/delete-ref').map((r) => r.status)).toEqual([204]);
+    const steps = (await l.env.store.load('1')).steps.filter((s) => s.step.startsWith('head-branch-'));
+    expect(steps).toEqual([expect.objectContaining({ step: 'head-branch-deleted', branch: 'feature', sha: head })]);
+    expect(l.server.schemaChecks.filter((c) => c.violations.length > 0)).toEqual([]);
+  });
+
+  it("a fork's head branch is kept after the merge, and nothing is asked about it", async () => {
+    const l = (loop = await githubLoop({ waits: WAIT_FOREVER }));
+    const { model } = l.server;
+    const { head, ci } = openPullRequest(l, `${CONFIG}automerge:\n  deleteHeadBranch: true\n`, { crossRepository: true });
+    await l.completeCheck(1, ci);
+    const routed = await l.comment(1, '/proofgate automerge');
+    const outcome = await within(finished(routed.dispatch?.done), 'the automerge job did not finish');
+    expect(outcome.kind, outcome.reason).toBe('merged');
+    expect(model.pull(1)).toMatchObject({ merged: true, mergeMethod: 'squash' });
     expect(model.branches.get('feature')).toBe(head);
     const steps = (await l.env.store.load('1')).steps.filter((s) => s.step.startsWith('head-branch-'));
-    expect(steps).toEqual([expect.objectContaining({ step: 'head-branch-kept', branch: 'feature', code: 'unsupported' })]);
+    expect(steps).toEqual([expect.objectContaining({ step: 'head-branch-kept', branch: 'feature', code: 'fork' })]);
+    expect(l.server.requests.filter((r) => r.operation === 'git/delete-ref' || r.operation === 'git/get-ref' || r.operation === 'pulls/list')).toEqual([]);
+    expect(l.server.schemaChecks.filter((c) => c.violations.length > 0)).toEqual([]);
   });
 });

@@ -2,7 +2,10 @@ import { createHmac, generateKeyPairSync } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
+import type { Reviewer } from '../../src/automerge/loop/index.js';
+import { liveReviewBindings } from '../../src/review/index.js';
 import { BOT, INSTALLATION_ID, WEBHOOK_SECRET, startServiceHarness, type ServiceHarness } from './github-service-support.js';
 import { CLI, runCliAsync } from '../cli/helpers.js';
 import { startGitHubServer } from '../support/github-server/index.js';
@@ -95,6 +98,51 @@ describe('from a delivery to its job', () => {
     const sorted = [...latencies].sort((a, b) => a - b);
     const at = (q: number) => Math.round(sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]! * 10) / 10;
     console.info(`delivery figures: ${JSON.stringify({ deliveries: latencies.length, p50Ms: at(0.5), p99Ms: at(0.99) })}`);
+  });
+});
+
+describe('loops started by commands count against --workers', () => {
+  it('with one worker, a second automerge comment waits until the first loop ends: never two reviews at once', async () => {
+    let inside = 0;
+    let entered = 0;
+    let most = 0;
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const held: Reviewer = async ({ repoDir, base, head }) => {
+      inside += 1;
+      entered += 1;
+      most = Math.max(most, inside);
+      await gate;
+      inside -= 1;
+      const live = await liveReviewBindings({ repoDir, base, head });
+      return {
+        verdict: 'CONFIRMED',
+        reasons: [],
+        findings: [],
+        reviewRef: 'held',
+        bindings: { diff: live.diff, contract: live.contract, config: live.config },
+        run: null,
+      };
+    };
+    const logs: string[] = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => void logs.push(line) });
+    const h = (harness = await startServiceHarness({ workers: 1, reviewer: () => held, logger }));
+    try {
+      const first = h.openPullRequest('one');
+      const second = h.openPullRequest('two');
+      await h.comment(first.number, '/proofgate automerge');
+      await until(() => inside === 1, 'the first review did not start');
+      const later = await h.comment(second.number, '/proofgate automerge');
+      expect(later.status).toBe(202);
+      // A command (this one, or the start pass's sweep) now waits for a loop slot: no second loop starts while the first is held.
+      await until(() => logs.some((line) => line.includes('command waits for a loop slot')), 'no command waited for a loop slot');
+      expect(inside).toBe(1);
+      release();
+      await until(() => entered === 2 && inside === 0 && h.service.runningLoops() === 0, 'the second review did not run after the first loop ended');
+      expect(most).toBe(1);
+    } finally {
+      release();
+    }
   });
 });
 

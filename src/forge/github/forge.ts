@@ -4,16 +4,18 @@
  * REST calls whose refusals become typed errors: a merge at a moved head is
  * HEAD_MOVED, an unmergeable pull request (or a merge method the repository
  * does not allow) NOT_MERGEABLE, and neither changes anything on GitHub.
- * Branches are not deleted here yet (`deleteBranch` is absent): the test
- * server's REST subset lacks GitHub's delete-a-reference operation.
+ * `deleteBranch` reads the ref and then deletes it (see `deleteBranch`
+ * below for the window between the two).
  */
 import type { Octokit } from '@octokit/core';
 import pino, { type Logger } from 'pino';
 import { ProofgateError } from '../../core/errors.js';
-import type { ChangeSnapshot, Forge, ForgeComment, MergeRequest, MergeResult, PushRequest, RepoPermission } from '../port.js';
+import { protectedBranchNames } from '../../contracts/repo-config.js';
+import type { ChangeSnapshot, DeleteBranchRequest, Forge, ForgeComment, MergeRequest, MergeResult, PushRequest, RepoPermission } from '../port.js';
+import { readTrustedConfig } from '../protection.js';
 import { createGitHubClient, type GitHubClientOptions } from './client.js';
 import { forgeError, httpFailure } from './errors.js';
-import { pushBranch } from './push.js';
+import { checkedPushBranch, pushBranch } from './push.js';
 import { actorType, repoPermission } from './snapshot-mapping.js';
 import { readSnapshot } from './snapshot.js';
 import { defaultRemoteUrl, githubWorkspace, missingWorkspace, type GitHubWorkspaceOptions } from './workspace.js';
@@ -138,7 +140,7 @@ export function createGitHubForge(options: GitHubForgeOptions): Forge {
           token: gitToken,
         });
 
-  return {
+  const forge: Forge = {
     kind: 'github',
     selfLogin: options.selfLogin,
     workspace,
@@ -242,6 +244,10 @@ export function createGitHubForge(options: GitHubForgeOptions): Forge {
       await pushBranch(octokit, owner, repo, request);
     },
 
+    async deleteBranch(request: DeleteBranchRequest): Promise<void> {
+      await deleteBranch({ octokit, owner, repo, logger, forge }, request);
+    },
+
     async readFile(ref: string, path: string): Promise<Uint8Array | null> {
       if (ref.trim() === '') throw new ProofgateError('INVALID_INPUT', 'ref is empty');
       const clean = path.replace(/^\/+/, '');
@@ -264,6 +270,87 @@ export function createGitHubForge(options: GitHubForgeOptions): Forge {
 
     permission,
   };
+  return forge;
+}
+
+interface DeleteContext {
+  readonly octokit: Octokit;
+  readonly owner: string;
+  readonly repo: string;
+  readonly logger: Logger;
+  /** The forge itself: its trusted branch and config name the protected branches. */
+  readonly forge: Forge;
+}
+
+/**
+ * `Forge.deleteBranch` on GitHub: delete `request.branch` while it points at
+ * `request.expectedSha`; a branch already gone counts as done. Refusals
+ * (nothing deleted):
+ *
+ * - `INVALID_INPUT`: a bad branch name or sha (no request sent), or a
+ *   branch an open pull request uses as its base (GitHub would close that
+ *   pull request) or as its head (`pulls/list` with `base=`, and with
+ *   `head=owner:branch`: one request each);
+ * - `PROTECTED_BRANCH`: the trusted branch (no request sent once the
+ *   trusted branch is known) or a protected branch of its config (one read
+ *   of `.proofgate.yml`), any letter case;
+ * - `HEAD_MOVED`: the branch points elsewhere.
+ *
+ * GitHub has no compare-and-swap delete (`DELETE .../git/refs/{ref}` takes
+ * no sha), so this reads the ref (`git/get-ref`), compares it, and only then
+ * deletes it: two requests, made back to back after every other check. A
+ * push to the branch that lands between the two is deleted with it (its
+ * commits stay in the repository, unreferenced, and with whoever pushed
+ * them), and a pull request opened on the branch in that window is closed
+ * by GitHub (its base) or loses its head. The delete is never retried: a
+ * retry would widen that window.
+ */
+async function deleteBranch(context: DeleteContext, request: DeleteBranchRequest): Promise<void> {
+  const { octokit, owner, repo, logger } = context;
+  if (!/^[0-9a-f]{40}$/i.test(request.expectedSha)) throw new ProofgateError('INVALID_INPUT', 'deleteBranch needs expectedSha as a full 40-hex commit sha');
+  const expectedSha = request.expectedSha.toLowerCase();
+  const branch = checkedPushBranch({ branch: request.branch, newSha: expectedSha, expectedOldSha: null });
+  const sameName = (name: string) => name.toLowerCase() === branch.toLowerCase();
+  const refuseProtected = () => new ProofgateError('PROTECTED_BRANCH', `"${branch}" is a protected branch: it is never deleted`, { branch });
+  if (sameName(await context.forge.trustedBranch())) throw refuseProtected();
+  const trusted = await readTrustedConfig(context.forge);
+  if (protectedBranchNames(trusted.branch, trusted.config).some(sameName)) throw refuseProtected();
+
+  // One open pull request is enough to refuse: a page of one each.
+  const openPulls = async (filter: { base: string } | { head: string }): Promise<number[]> => {
+    try {
+      const { data } = await octokit.request('GET /repos/{owner}/{repo}/pulls', { owner, repo, state: 'open', per_page: 1, ...filter });
+      return data.map((pr) => pr.number);
+    } catch (error) {
+      throw forgeError('list pull requests', error);
+    }
+  };
+  const [asBase, asHead] = await Promise.all([openPulls({ base: branch }), openPulls({ head: `${owner}:${branch}` })]);
+  if (asBase.length > 0 || asHead.length > 0) {
+    const uses = [...asBase.map((n) => `#${n} (base)`), ...asHead.map((n) => `#${n} (head)`)].join(', ');
+    throw new ProofgateError('INVALID_INPUT', `branch "${branch}" is still used by open pull request ${uses}; it was kept`, { branch });
+  }
+
+  let current: string;
+  try {
+    const { data } = await octokit.request('GET /repos/{owner}/{repo}/git/ref/{ref}', { owner, repo, ref: `heads/${branch}` });
+    current = data.object.sha.toLowerCase();
+  } catch (error) {
+    if (httpFailure(error)?.status === 404) return;
+    throw forgeError('read branch', error);
+  }
+  if (current !== expectedSha) {
+    throw new ProofgateError('HEAD_MOVED', `branch ${branch} is at ${current}, not ${expectedSha}; it was kept`, { branch, expectedSha, actualSha: current });
+  }
+  try {
+    await octokit.request('DELETE /repos/{owner}/{repo}/git/refs/{ref}', { owner, repo, ref: `heads/${branch}`, request: { retries: 0 } });
+  } catch (error) {
+    const failure = httpFailure(error);
+    // Deleted meanwhile (by someone else, or by a first attempt whose answer was lost): done.
+    if (failure?.status === 422 && /reference does not exist/i.test(failure.githubMessage)) return;
+    throw forgeError('delete branch', error);
+  }
+  logger.info({ branch, sha: expectedSha }, 'branch deleted');
 }
 
 function fileBytes(data: unknown, path: string): Uint8Array {

@@ -69,6 +69,9 @@ import {
   type SweepSince,
 } from './work.js';
 
+/** Commands that may start a change's loop (the others only reply or record). */
+const LOOP_STARTERS: ReadonlySet<string> = new Set(['automerge', 'review', 'rebase', 'approve', 'status']);
+
 /** The store namespace of the webhook intake (delivery records and claims). */
 export const INTAKE_NAMESPACE = 'github-intake';
 
@@ -185,6 +188,7 @@ export async function startGitHubService(options: GitHubServiceOptions): Promise
   const made: RepositoryContext[] = [];
   /** Loops started by commands, running beside the command lane, followed up until they end. */
   const background = new Set<Promise<void>>();
+  const loopLimit = options.workers ?? 1;
   // One context per installation and repository: a reinstalled App (a new installation id) gets a context with its own token.
   const contextOf = (installationId: number, repository: string): Promise<RepositoryContext> => {
     const key = `${installationId}:${repository.toLowerCase()}`;
@@ -277,8 +281,25 @@ export async function startGitHubService(options: GitHubServiceOptions): Promise
     const result = (stored.data as { result?: GitHubForgeEvent }).result;
     if (result === undefined || (result.kind !== 'comment-created' && result.kind !== 'comment-edited')) return;
     const context = await contextOf(address.installationId, address.repository);
+    if (parseCommands(result.comment.body, commandMention(app.botLogin)).some((command) => LOOP_STARTERS.has(command.kind))) await loopSlot(job.signal);
     const routed = await context.router.handleEvent(result);
     await afterCommands(context, address, routed.skipped !== null);
+  }
+
+  /**
+   * Loops started by commands run beside the command lanes, so they are
+   * counted apart: a command that may start one waits (holding its worker)
+   * until fewer than `workers` of them run in this process. A flood of
+   * automerge comments cannot start more loops at once than the process has
+   * workers.
+   */
+  async function loopSlot(signal: AbortSignal): Promise<void> {
+    if (background.size >= loopLimit) logger.info({ running: background.size, workers: loopLimit }, 'command waits for a loop slot');
+    while (background.size >= loopLimit) {
+      if (signal.aborted) throw new ProofgateError('ABORTED', 'the service is stopping: the command waits for its next run');
+      const aborted = new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+      await Promise.race([...background, aborted]);
+    }
   }
 
   /**
@@ -312,6 +333,7 @@ export async function startGitHubService(options: GitHubServiceOptions): Promise
     if (snapshot.state !== 'open') return;
     const commands = snapshot.comments.filter((c: ForgeComment) => c.author !== app.botLogin && parseCommands(c.body, commandMention(app.botLogin)).length > 0);
     let applied = false;
+    if (commands.length > 0) await loopSlot(job.signal);
     for (const c of commands) if ((await context.router.handleComment(address.changeId, c)).skipped !== null) applied = true;
     await afterCommands(context, address, applied);
   }

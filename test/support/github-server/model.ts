@@ -60,6 +60,12 @@ export class RepositoryModel {
   /** The merge methods the repository allows (GitHub's allow_merge_commit, allow_squash_merge, allow_rebase_merge); all by default. */
   readonly mergeMethods = new Set<ModelMergeMethod>(['merge', 'squash', 'rebase']);
   private readonly commits = new Map<string, Commit>();
+  /**
+   * The last sha of each deleted branch: a pull request keeps showing the
+   * head (or base) it had when its branch was deleted, as GitHub's do.
+   * Creating the branch again forgets it.
+   */
+  private readonly deletedBranches = new Map<string, string>();
   private nextId = 1000;
   private nextNumber = 1;
   private tick = Date.parse('2026-01-01T00:00:00Z');
@@ -154,11 +160,28 @@ export class RepositoryModel {
     this.requireCommit(sha);
     const before = this.branches.get(name);
     this.branches.set(name, sha);
+    this.deletedBranches.delete(name);
     if (before === undefined || before === sha) return;
     const moved = [...this.pulls.values()].filter((pr) => pr.headRef === name && pr.state === 'open');
     if (moved.length === 0) return;
     const at = this.now();
     for (const pr of moved) pr.updatedAt = at;
+  }
+
+  /**
+   * Deletes a branch, as GitHub's delete-a-reference does: false when there
+   * is no such branch. Every open pull request whose base it is is closed
+   * (GitHub closes them: a pull request needs its base); a pull request
+   * whose head it is stays as it is and keeps showing the head it had.
+   */
+  deleteBranch(name: string): boolean {
+    const sha = this.branches.get(name);
+    if (sha === undefined) return false;
+    this.branches.delete(name);
+    this.deletedBranches.set(name, sha);
+    const orphaned = [...this.pulls.values()].filter((pr) => pr.baseRef === name && pr.state === 'open');
+    for (const pr of orphaned) this.closePullRequest(pr.number);
+    return true;
   }
 
   /** A branch name or a full sha, as a commit sha; null when neither. */
@@ -249,11 +272,11 @@ export class RepositoryModel {
   }
 
   headSha(number: number): string {
-    return this.requireBranch(this.pull(number).headRef);
+    return this.shownSha(this.pull(number).headRef);
   }
 
   baseSha(number: number): string {
-    return this.requireBranch(this.pull(number).baseRef);
+    return this.shownSha(this.pull(number).baseRef);
   }
 
   /** Moves the head to `sha`, or to a new commit on top of the current head. */
@@ -485,6 +508,11 @@ export class RepositoryModel {
     const commit = this.commits.get(sha);
     if (commit === undefined) throw new Error(`unknown commit ${sha}`);
     return commit;
+  }
+
+  /** A branch's sha, or a deleted branch's last one (what its pull requests still show). */
+  private shownSha(name: string): string {
+    return this.deletedBranches.get(name) ?? this.requireBranch(name);
   }
 
   private requireBranch(name: string): string {

@@ -106,23 +106,30 @@ export function installation(model: RepositoryModel, app: ModelApp, web: string,
   };
 }
 
-/** The model's repository in GitHub's full Repository shape (apps/list-repos-accessible-to-installation). */
-export function repository(model: RepositoryModel, web: string, api: string): Record<string, unknown> {
-  const full = `${model.owner}/${model.repo}`;
+/**
+ * The model's repository in GitHub's full Repository shape
+ * (apps/list-repos-accessible-to-installation). `owner`: another account's
+ * fork of it (the head repository of a cross-repository pull request; the
+ * model keeps no fork of its own, so its counts are the model's).
+ */
+export function repository(model: RepositoryModel, web: string, api: string, owner = model.owner): Record<string, unknown> {
+  const full = `${owner}/${model.repo}`;
   const url = `${api}/repos/${full}`;
   const host = new URL(web).host;
   const open = [...model.pulls.values()].filter((pr) => pr.state === 'open').length;
+  const fork = owner !== model.owner;
+  const id = fork ? model.repositoryId + model.user(owner).id : model.repositoryId;
   return {
-    id: model.repositoryId,
-    node_id: Buffer.from(`010:Repository${model.repositoryId}`).toString('base64'),
+    id,
+    node_id: Buffer.from(`010:Repository${id}`).toString('base64'),
     name: model.repo,
     full_name: full,
-    owner: simpleUser(model, model.owner, web, api),
+    owner: simpleUser(model, owner, web, api),
     private: false,
     visibility: 'public',
     html_url: `${web}/${full}`,
     description: null,
-    fork: false,
+    fork,
     url,
     archive_url: `${url}/{archive_format}{/ref}`,
     assignees_url: `${url}/assignees{/user}`,
@@ -237,6 +244,80 @@ export function issueOfPull(model: RepositoryModel, pr: ModelPullRequest, web: s
     updated_at: model.pullUpdatedAt(pr.number),
     draft: pr.draft,
     author_association: association(model, pr.author),
+  };
+}
+
+/** GitHub's Pull Request Simple ids: apart from the model's other ids and from the issue ids. */
+const PULL_IDS = 900_000;
+
+/**
+ * A pull request as GitHub lists it (pulls/list: "Pull Request Simple"). Its
+ * `head` and `base` name branch, sha and repository; a cross-repository pull
+ * request's head lives in the author's fork (`author:branch`). A label
+ * without a description shows an empty one: this shape's published schema
+ * types a label's description as a string.
+ */
+export function pullRequestSimple(model: RepositoryModel, pr: ModelPullRequest, web: string, api: string): Record<string, unknown> {
+  const repoApi = `${api}/repos/${model.owner}/${model.repo}`;
+  const url = `${repoApi}/pulls/${pr.number}`;
+  const issue = `${repoApi}/issues/${pr.number}`;
+  const html = `${web}/${model.owner}/${model.repo}/pull/${pr.number}`;
+  const id = PULL_IDS + pr.number;
+  const closedAt = pr.state === 'closed' ? (pr.closedAt ?? model.pullUpdatedAt(pr.number)) : null;
+  const headSha = model.headSha(pr.number);
+  const side = (ref: string, sha: string, owner: string) => ({
+    label: `${owner}:${ref}`,
+    ref,
+    repo: repository(model, web, api, owner),
+    sha,
+    user: simpleUser(model, owner, web, api),
+  });
+  return {
+    url,
+    id,
+    node_id: Buffer.from(`011:PullRequest${id}`).toString('base64'),
+    html_url: html,
+    diff_url: `${html}.diff`,
+    patch_url: `${html}.patch`,
+    issue_url: issue,
+    commits_url: `${url}/commits`,
+    review_comments_url: `${url}/comments`,
+    review_comment_url: `${repoApi}/pulls/comments{/number}`,
+    comments_url: `${issue}/comments`,
+    statuses_url: `${repoApi}/statuses/${headSha}`,
+    number: pr.number,
+    state: pr.state,
+    locked: false,
+    title: pr.title,
+    user: simpleUser(model, pr.author, web, api),
+    body: null,
+    labels: pr.labels.map((name) => ({ ...label(model, model.label(name), api), description: model.label(name).description ?? '' })),
+    milestone: null,
+    active_lock_reason: null,
+    created_at: pr.createdAt,
+    updated_at: model.pullUpdatedAt(pr.number),
+    closed_at: closedAt,
+    merged_at: pr.merged ? closedAt : null,
+    merge_commit_sha: pr.mergeCommitSha,
+    assignee: null,
+    assignees: [],
+    requested_reviewers: [],
+    requested_teams: [],
+    head: side(pr.headRef, headSha, pr.crossRepository ? pr.author : model.owner),
+    base: side(pr.baseRef, model.baseSha(pr.number), model.owner),
+    _links: {
+      self: { href: url },
+      html: { href: html },
+      issue: { href: issue },
+      comments: { href: `${issue}/comments` },
+      review_comments: { href: `${url}/comments` },
+      review_comment: { href: `${repoApi}/pulls/comments{/number}` },
+      commits: { href: `${url}/commits` },
+      statuses: { href: `${repoApi}/statuses/${headSha}` },
+    },
+    author_association: association(model, pr.author),
+    auto_merge: null,
+    draft: pr.draft,
   };
 }
 

@@ -1,8 +1,9 @@
 /**
  * REST operations of the test server, keyed by GitHub's operation ids, with
  * GitHub's status codes and error messages for the cases proofgate meets:
- * 404, 405 not mergeable, 409 head moved, 422 validation and non-fast-forward.
- * Lists page as GitHub does (`per_page` up to 100, `page`, a `link` header).
+ * 404, 405 not mergeable, 409 head moved, 422 validation, non-fast-forward
+ * and a reference that does not exist. Lists page as GitHub does
+ * (`per_page` up to 100, `page`, a `link` header).
  */
 import type { ModelApp, ModelPullRequest, RepositoryModel, Role } from './model.js';
 import {
@@ -16,6 +17,7 @@ import {
   issueOfPull,
   label,
   fullRepository,
+  pullRequestSimple,
   repository,
   simpleUser,
   validationError,
@@ -88,20 +90,22 @@ function positive(value: string | null): number | null {
   return n >= 1 ? n : null;
 }
 
-const invalid = (field: string, value: string): RestAnswer => ({
+const invalid = (field: string, value: string, resource = 'Issue'): RestAnswer => ({
   status: 422,
-  body: { message: 'Validation Failed', errors: [{ value, resource: 'Issue', field, code: 'invalid' }], documentation_url: DOCS },
+  body: { message: 'Validation Failed', errors: [{ value, resource, field, code: 'invalid' }], documentation_url: DOCS },
 });
+
+/** A query parameter that must be one of `allowed` (default `fallback`): its value, or GitHub's 422. */
+function choice(req: RestRequest, name: string, allowed: readonly string[], fallback: string, resource = 'Issue'): string | RestAnswer {
+  const value = req.query.get(name) ?? fallback;
+  return allowed.includes(value) ? value : invalid(name, value, resource);
+}
 
 /** GitHub lists pull requests among a repository's issues; the model's issues are all pull requests. */
 function listIssues(req: RestRequest): RestAnswer {
-  const choice = (name: string, allowed: readonly string[], fallback: string): string | RestAnswer => {
-    const value = req.query.get(name) ?? fallback;
-    return allowed.includes(value) ? value : invalid(name, value);
-  };
-  const state = choice('state', ['open', 'closed', 'all'], 'open');
-  const sort = choice('sort', ['created', 'updated', 'comments'], 'created');
-  const direction = choice('direction', ['asc', 'desc'], 'desc');
+  const state = choice(req, 'state', ['open', 'closed', 'all'], 'open');
+  const sort = choice(req, 'sort', ['created', 'updated', 'comments'], 'created');
+  const direction = choice(req, 'direction', ['asc', 'desc'], 'desc');
   if (typeof state !== 'string') return state;
   if (typeof sort !== 'string') return sort;
   if (typeof direction !== 'string') return direction;
@@ -125,6 +129,46 @@ function listIssues(req: RestRequest): RestAnswer {
     .sort((a, b) => sign * (key(a) - key(b) || a.number - b.number));
   const page = paged(req, matching);
   return { status: 200, body: page.items.map((pr) => issueOfPull(model, pr, req.web, req.api)), headers: page.headers };
+}
+
+/**
+ * A repository's pull requests (pulls/list): `state` (default open), `base`
+ * (the base branch's name), `head` (`owner:branch`: the account whose
+ * repository holds the head, the model's owner or, for a cross-repository
+ * pull request, its author's fork), `sort` (`created`, the default;
+ * `updated`; `popularity`: by comment count; `long-running`: by creation,
+ * without GitHub's one-month limits) and `direction` (default `desc` when
+ * sorting by creation, else `asc`).
+ */
+function listPulls(req: RestRequest): RestAnswer {
+  const state = choice(req, 'state', ['open', 'closed', 'all'], 'open', 'PullRequest');
+  const sort = choice(req, 'sort', ['created', 'updated', 'popularity', 'long-running'], 'created', 'PullRequest');
+  if (typeof state !== 'string') return state;
+  if (typeof sort !== 'string') return sort;
+  const direction = choice(req, 'direction', ['asc', 'desc'], sort === 'created' ? 'desc' : 'asc', 'PullRequest');
+  if (typeof direction !== 'string') return direction;
+  const base = req.query.get('base');
+  const head = req.query.get('head');
+  const colon = head === null ? -1 : head.indexOf(':');
+  const headOwner = head === null || colon < 0 ? null : head.slice(0, colon).toLowerCase();
+  const headRef = head === null || colon < 0 ? head : head.slice(colon + 1);
+  const { model } = req;
+  const ownerOfHead = (pr: ModelPullRequest) => (pr.crossRepository ? pr.author : model.owner).toLowerCase();
+  const key = (pr: ModelPullRequest): number =>
+    sort === 'updated' ? Date.parse(model.pullUpdatedAt(pr.number)) : sort === 'popularity' ? model.commentsOf(pr.number).length : Date.parse(pr.createdAt);
+  const sign = direction === 'asc' ? 1 : -1;
+  const matching = [...model.pulls.values()]
+    .filter((pr) => state === 'all' || pr.state === state)
+    .filter((pr) => base === null || pr.baseRef === base)
+    .filter((pr) => headRef === null || (pr.headRef === headRef && (headOwner === null || ownerOfHead(pr) === headOwner)))
+    .sort((a, b) => sign * (key(a) - key(b) || a.number - b.number));
+  const page = paged(req, matching);
+  return { status: 200, body: page.items.map((pr) => pullRequestSimple(model, pr, req.web, req.api)), headers: page.headers };
+}
+
+/** The branch a `heads/<branch>` ref parameter names (undefined for any other ref). */
+function headsBranch(req: RestRequest): string | undefined {
+  return /^heads\/(.+)$/.exec(req.params.ref ?? '')?.[1];
 }
 
 function issueNumber(req: RestRequest, name: string): number | null {
@@ -156,6 +200,8 @@ const handlers: Readonly<Record<string, Handler>> = {
   },
 
   'issues/list-for-repo': listIssues,
+
+  'pulls/list': listPulls,
 
   'repos/get-collaborator-permission-level': (req) => {
     const login = req.params.username ?? '';
@@ -238,7 +284,7 @@ const handlers: Readonly<Record<string, Handler>> = {
   },
 
   'git/get-ref': (req) => {
-    const branch = /^heads\/(.+)$/.exec(req.params.ref ?? '')?.[1];
+    const branch = headsBranch(req);
     const sha = branch === undefined ? undefined : req.model.branches.get(branch);
     return branch === undefined || sha === undefined ? notFound() : { status: 200, body: gitRef(req.model, branch, sha, req.api) };
   },
@@ -256,7 +302,7 @@ const handlers: Readonly<Record<string, Handler>> = {
   },
 
   'git/update-ref': (req) => {
-    const branch = /^heads\/(.+)$/.exec(req.params.ref ?? '')?.[1];
+    const branch = headsBranch(req);
     const current = branch === undefined ? undefined : req.model.branches.get(branch);
     if (branch === undefined || current === undefined) return { status: 422, body: validationError('Reference does not exist') };
     const sha = field(req.body, 'sha');
@@ -264,6 +310,13 @@ const handlers: Readonly<Record<string, Handler>> = {
     if (field(req.body, 'force') !== true && !req.model.isAncestor(current, sha)) return { status: 422, body: validationError('Update is not a fast forward') };
     req.model.setBranch(branch, sha);
     return { status: 200, body: gitRef(req.model, branch, sha, req.api) };
+  },
+
+  // GitHub closes every open pull request whose base the deleted branch was; one whose head it was stays as it is.
+  'git/delete-ref': (req) => {
+    const branch = headsBranch(req);
+    if (branch === undefined || !req.model.deleteBranch(branch)) return { status: 422, body: error('Reference does not exist', 422) };
+    return { status: 204, body: undefined };
   },
 
   'repos/get-content': (req) => {

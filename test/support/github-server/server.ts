@@ -367,13 +367,13 @@ function readBody(req: IncomingMessage): Promise<string> {
   });
 }
 
+/** An undefined body is no body at all (a 204), without content headers. */
 function send(res: ServerResponse, status: number, body: unknown, headers: Readonly<Record<string, string>> = {}): void {
-  const text = JSON.stringify(body);
+  const text = body === undefined ? null : JSON.stringify(body);
   res.writeHead(status, {
-    'content-type': 'application/json; charset=utf-8',
-    'content-length': Buffer.byteLength(text),
+    ...(text === null ? {} : { 'content-type': 'application/json; charset=utf-8', 'content-length': String(Buffer.byteLength(text)) }),
     'x-github-request-id': randomBytes(8).toString('hex').toUpperCase(),
     ...headers,
   });
-  res.end(text);
+  res.end(text ?? undefined);
 }

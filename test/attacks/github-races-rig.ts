@@ -210,7 +210,7 @@ export async function startRaceRig(): Promise<RaceRig> {
   const servers: Server[] = [];
   const services: RaceService[] = [];
   const reviews: { by: string; head: string }[] = [];
-  let reviewGate: { wait: Promise<void>; hit: (by: string) => void } | null = null;
+  let reviewGate: { wait: Promise<void>; hit: (by: string) => void; release: () => void } | null = null;
   let mainSha: string | null = null;
   const repoPayload = repositoryPayload(model.owner, model.repo, model.repositoryId);
   const installation = { id: INSTALLATION_ID, node_id: 'MDIzOkludGVncmF0aW9uSW5zdGFsbGF0aW9uOTM=' };
@@ -283,7 +283,7 @@ export async function startRaceRig(): Promise<RaceRig> {
       let hit: (by: string) => void = () => undefined;
       const wait = new Promise<void>((resolve) => (release = resolve));
       const reviewing = new Promise<string>((resolve) => (hit = resolve));
-      reviewGate = { wait, hit };
+      reviewGate = { wait, hit, release };
       return {
         reviewing: () => within(reviewing, 'no review started'),
         release: () => {
@@ -416,6 +416,7 @@ export async function startRaceRig(): Promise<RaceRig> {
     },
     async cleanup() {
       for (const hold of armed) hold.open(false);
+      reviewGate?.release();
       for (const s of services) await s.service.stop(0);
       for (const s of servers) {
         s.closeAllConnections();

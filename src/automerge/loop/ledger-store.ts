@@ -360,8 +360,26 @@ export class LedgerStore {
 
   /** Record one step (an event in the store for every thing the router or the loop did). */
   async step(changeId: string, step: string, details: Record<string, JsonValue> = {}): Promise<void> {
+    await this.stepUnless(changeId, step, details, () => null);
+  }
+
+  /**
+   * Append a step unless `refuse`, asked on the fold the append is made at,
+   * gives a reason: then nothing is appended and the reason is returned. One
+   * compare-and-swap, so a command recorded by another process before the
+   * append (a stop) is seen by `refuse`, never missed.
+   */
+  async stepUnless(
+    changeId: string,
+    step: string,
+    details: Record<string, JsonValue>,
+    refuse: (loaded: LoadedLedger) => string | null,
+  ): Promise<string | null> {
     const data = toJson({ ...details, step, at: this.now() });
-    await this.appendWith(changeId, () => ({ events: [{ id: newId('ams'), type: 'step', data }], result: undefined }));
+    return this.appendWith(changeId, (loaded) => {
+      const reason = refuse(loaded);
+      return reason !== null ? { events: [], result: reason } : { events: [{ id: newId('ams'), type: 'step', data }], result: null };
+    });
   }
 
   /**

@@ -11,7 +11,7 @@ import { errorMessage, isProofgateError, newId } from '../../core/index.js';
 import type { RepoConfig } from '../../contracts/repo-config.js';
 import type { ChangeSnapshot } from '../../forge/port.js';
 import { requireProtectedChange } from '../../forge/protection.js';
-import type { AutomergeLedgerState } from '../ledger.js';
+import { automergeActive, type AutomergeLedgerState } from '../ledger.js';
 import { renderFinalComment } from '../status-comment.js';
 import { crashPoint } from './crash-seam.js';
 import { headBranchDeletion, mergeSettings, trustedConfig, type MergeSettings } from './policy.js';
@@ -39,7 +39,12 @@ export async function runMergeStep(env: AutomergeEnvironment, snapshot: ChangeSn
   const settings = mergeSettings(config ?? (await trustedConfig(env.forge, snapshot)));
   const id = newId('mrg');
   const changeId = snapshot.id;
-  await env.store.step(changeId, 'merge-attempt', { attempt: id, head });
+  // The attempt is recorded only while automerge is still on and nothing merged, in one compare-and-swap:
+  // a stop recorded since the decision (by the router here or in another process) wins over the merge.
+  const refused = await env.store.stepUnless(changeId, 'merge-attempt', { attempt: id, head }, ({ state }) =>
+    state.merged !== null ? 'the change is merged already' : automergeActive(state) ? null : 'automerge was stopped after the merge was decided',
+  );
+  if (refused !== null) return { kind: 'refused', code: 'ABORTED', reason: refused };
   let merged: { readonly mergeCommit: string; readonly state: AutomergeLedgerState };
   try {
     const result = await env.forge.merge(changeId, {

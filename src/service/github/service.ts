@@ -69,8 +69,12 @@ import {
   type SweepSince,
 } from './work.js';
 
-/** Commands that may start a change's loop (the others only reply or record). */
-const LOOP_STARTERS: ReadonlySet<string> = new Set(['automerge', 'review', 'rebase', 'approve', 'status']);
+/**
+ * The command that starts a change's loop from nothing: it waits for a loop
+ * slot (only when no loop of the change runs here). The others never wait:
+ * a stop or a status must not queue behind a wait on the command lane.
+ */
+const LOOP_STARTERS: ReadonlySet<string> = new Set(['automerge']);
 
 /** The store namespace of the webhook intake (delivery records and claims). */
 export const INTAKE_NAMESPACE = 'github-intake';
@@ -261,7 +265,14 @@ export async function startGitHubService(options: GitHubServiceOptions): Promise
   /** Run the change's job when automerge is on and none runs here, then queue what follows it. */
   async function runIfActive(context: RepositoryContext, address: PullAddress): Promise<void> {
     const loaded = await context.env.store.load(address.changeId);
-    if (automergeActive(loaded.state) && loaded.state.merged === null && !context.jobs.active(address.changeId)) context.jobs.dispatch(address.changeId);
+    if (!automergeActive(loaded.state) || loaded.state.merged !== null) return;
+    if (context.jobs.active(address.changeId)) {
+      // Its loop runs here (a command started it): wake it, and keep the safety net this resume was (they share a key).
+      context.env.signals.notify(address.changeId);
+      await queue.add(resumeJob(address, new Date(clock.now().getTime() + (options.leaseMs ?? 60_000))));
+      return;
+    }
+    context.jobs.dispatch(address.changeId);
     await settle(context, address);
   }
 
@@ -281,7 +292,8 @@ export async function startGitHubService(options: GitHubServiceOptions): Promise
     const result = (stored.data as { result?: GitHubForgeEvent }).result;
     if (result === undefined || (result.kind !== 'comment-created' && result.kind !== 'comment-edited')) return;
     const context = await contextOf(address.installationId, address.repository);
-    if (parseCommands(result.comment.body, commandMention(app.botLogin)).some((command) => LOOP_STARTERS.has(command.kind))) await loopSlot(job.signal);
+    const starts = parseCommands(result.comment.body, commandMention(app.botLogin)).some((command) => LOOP_STARTERS.has(command.kind));
+    if (starts && !context.jobs.active(address.changeId)) await loopSlot(job.signal);
     const routed = await context.router.handleEvent(result);
     await afterCommands(context, address, routed.skipped !== null);
   }
@@ -333,7 +345,6 @@ export async function startGitHubService(options: GitHubServiceOptions): Promise
     if (snapshot.state !== 'open') return;
     const commands = snapshot.comments.filter((c: ForgeComment) => c.author !== app.botLogin && parseCommands(c.body, commandMention(app.botLogin)).length > 0);
     let applied = false;
-    if (commands.length > 0) await loopSlot(job.signal);
     for (const c of commands) if ((await context.router.handleComment(address.changeId, c)).skipped !== null) applied = true;
     await afterCommands(context, address, applied);
   }

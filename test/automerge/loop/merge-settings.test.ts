@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { parseCommands } from '../../../src/automerge/commands.js';
 import { runMergeStep } from '../../../src/automerge/loop/merge-step.js';
 import type { AutomergeEnvironment } from '../../../src/automerge/loop/index.js';
 import type { Forge } from '../../../src/forge/port.js';
@@ -12,6 +13,14 @@ afterEach(async () => {
   await fixture?.cleanup();
   fixture = null;
 });
+
+/** Automerge on in the ledger (the merge step merges only while it is), without starting a job. */
+async function automergeOn(f: LoopFixture, id: string): Promise<void> {
+  await f.automerge.env.store.applyCommands(id, {
+    comment: { id: `on-${id}`, author: MAINTAINER, updatedAt: new Date().toISOString() },
+    commands: parseCommands('/proofgate automerge'),
+  });
+}
 
 async function headBranchSteps(f: LoopFixture, id: string) {
   return (await f.automerge.env.store.load(id)).steps.filter((s) => s.step.startsWith('head-branch-'));
@@ -46,10 +55,27 @@ describe('automerge merge settings on the local forge', () => {
     expect(await headBranchSteps(f, id)).toEqual([expect.objectContaining({ step: 'head-branch-deleted', branch: 'feature', sha: head })]);
   });
 
+  it('the merge step merges nothing once a stop is recorded after the decision (one compare-and-swap with its merge-attempt)', async () => {
+    const f = (fixture = await loopFixture({ config: bare('  mergeMethod: squash') }));
+    const id = await f.openChange('feature', { 'feature.txt': 'a feature\n' });
+    const snapshot = await f.forge.snapshot(id);
+    const main = f.repo.sha('main');
+    await automergeOn(f, id);
+    await f.automerge.env.store.applyCommands(id, {
+      comment: { id: 'stop-1', author: MAINTAINER, updatedAt: new Date(Date.now() + 1000).toISOString() },
+      commands: parseCommands('/proofgate stop'),
+    });
+    const result = await runMergeStep(f.automerge.env, snapshot, snapshot.head.sha);
+    expect(result).toMatchObject({ kind: 'refused', reason: 'automerge was stopped after the merge was decided' });
+    expect(f.repo.sha('main')).toBe(main);
+    expect((await f.automerge.env.store.load(id)).steps.some((step) => step.step === 'merge-attempt')).toBe(false);
+  });
+
   it('the merge step deletes the merged head when deleteHeadBranch is on, at the merged sha', async () => {
     const f = (fixture = await loopFixture({ config: bare('  deleteHeadBranch: true') }));
     const id = await f.openChange('feature', { 'feature.txt': 'a feature\n' });
     const snapshot = await f.forge.snapshot(id);
+    await automergeOn(f, snapshot.id);
     const result = await runMergeStep(f.automerge.env, snapshot, snapshot.head.sha);
     expect(result.kind).toBe('merged');
     expect(parentsOf(f, f.repo.sha('main'))).toHaveLength(1);
@@ -64,6 +90,7 @@ describe('automerge merge settings on the local forge', () => {
     const trees = mkdtempSync(join(tmpdir(), 'proofgate-loop-wt-'));
     try {
       f.repo.git(['worktree', 'add', '-q', join(trees, 'wt'), 'feature']);
+      await automergeOn(f, snapshot.id);
       const result = await runMergeStep(f.automerge.env, snapshot, snapshot.head.sha);
       expect(result.kind).toBe('merged');
       expect(parentsOf(f, f.repo.sha('main'))).toEqual([snapshot.base.sha, snapshot.head.sha]);
@@ -86,6 +113,7 @@ describe('automerge merge settings on the local forge', () => {
     const f = (fixture = await loopFixture({ config: bare('  mergeMethod: squash') }));
     const id = await f.openChange('feature', { 'feature.txt': 'a feature\n' });
     const snapshot = await f.forge.snapshot(id);
+    await automergeOn(f, snapshot.id);
     expect((await runMergeStep(f.automerge.env, snapshot, snapshot.head.sha)).kind).toBe('merged');
     expect(f.repo.sha('feature')).toBe(snapshot.head.sha);
     expect(await headBranchSteps(f, id)).toEqual([]);
@@ -104,6 +132,7 @@ describe('automerge merge settings on the local forge', () => {
       },
     }) as Forge;
     const env: AutomergeEnvironment = { ...f.automerge.env, forge };
+    await automergeOn(f, snapshot.id);
     expect((await runMergeStep(env, snapshot, snapshot.head.sha)).kind).toBe('merged');
     expect(f.repo.sha('feature')).toBe(snapshot.head.sha);
     expect(await headBranchSteps(f, id)).toEqual([expect.objectContaining({ step: 'head-branch-kept', code: 'unsupported' })]);
@@ -114,6 +143,7 @@ describe('automerge merge settings on the local forge', () => {
     const id = await f.openChange('feature', { 'feature.txt': 'a feature\n' });
     const base = f.repo.sha('main');
     const snapshot = await f.forge.snapshot(id);
+    await automergeOn(f, snapshot.id);
     await expect(runMergeStep(f.automerge.env, snapshot, snapshot.head.sha)).rejects.toMatchObject({
       code: 'CONFIG',
       message: expect.stringContaining('automerge.mergeMethod'),

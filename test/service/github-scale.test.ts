@@ -66,11 +66,12 @@ function post(url: string, headers: Record<string, string>, body: string): Promi
 
 describePostgres(`${WORKERS} worker processes on one PostgreSQL${KILL ? ', one killed with SIGKILL' : ''}`, (url) => {
   const database = `proofgate_scale_${randomBytes(6).toString('hex')}`;
-  const databaseUrl = (() => {
+  // Made when the block runs, not when it is collected: a skipped block gets no URL.
+  const databaseUrlOf = (): string => {
     const parsed = new URL(url);
     parsed.pathname = `/${database}`;
     return parsed.toString();
-  })();
+  };
   let server: GitHubTestServer;
   let repo: TempRepo;
   let root: string;
@@ -134,7 +135,7 @@ describePostgres(`${WORKERS} worker processes on one PostgreSQL${KILL ? ', one k
             privateKey,
             webhookSecret: SECRET,
             apiUrl: server.baseUrl,
-            databaseUrl,
+            databaseUrl: databaseUrlOf(),
             workDir: join(root, `worker-${n}`),
             remote,
             retakeMs: 1_500,

@@ -233,6 +233,31 @@ export function checkGraceMs(graceMs: number): number {
   return graceMs;
 }
 
+/**
+ * A runner's `stop(graceMs)`, said once for both adapters: the grace period
+ * is checked (a bad one rejects, changing nothing), and the first call's
+ * stopping is what every later call gets.
+ */
+export function stopOnce(runner: { stopping: Promise<void> | null }, graceMs: number, stopNow: (graceMs: number) => Promise<void>): Promise<void> {
+  try {
+    checkGraceMs(graceMs);
+  } catch (error) {
+    return Promise.reject(error);
+  }
+  runner.stopping ??= stopNow(graceMs);
+  return runner.stopping;
+}
+
+/** Call `abort` once `graceMs` has passed (at once for 0); the function returned cancels a call still to come. */
+export function abortAfterGrace(graceMs: number, abort: () => void): () => void {
+  if (graceMs === 0) {
+    abort();
+    return () => undefined;
+  }
+  const timer = setTimeout(abort, graceMs);
+  return () => clearTimeout(timer);
+}
+
 /** The wait after a job's n-th failure: e^min(n,10) seconds (graphile-worker's rule), in ms. */
 export function retryDelayMs(failures: number): number {
   return Math.exp(Math.min(Math.max(failures, 0), 10)) * 1000;

@@ -33,7 +33,8 @@ import pg from 'pg';
 import { Logger, runMigrations, runTaskList, type JobHelpers, type TaskList, type WorkerEvents, type WorkerPool } from 'graphile-worker';
 import { ProofgateError, errorMessage, type JsonValue } from '../../core/index.js';
 import {
-  checkGraceMs,
+  abortAfterGrace,
+  stopOnce,
   checkJobSpec,
   closedQueueError,
   failureText,
@@ -323,7 +324,8 @@ class PostgresRunner implements JobRunner {
   private readonly leaving = new Set<WorkerPool>();
   private readonly active = new Set<Active>();
   private readonly taskList: TaskList;
-  private stopping: Promise<void> | null = null;
+  /** The stopping under way (`stop` returns it to every caller), or null. */
+  stopping: Promise<void> | null = null;
   /** The grace period is over: a job that starts now is aborted at once. */
   private aborted = false;
   private beatTimer: NodeJS.Timeout | undefined;
@@ -575,13 +577,7 @@ class PostgresRunner implements JobRunner {
   }
 
   stop(graceMs: number): Promise<void> {
-    try {
-      checkGraceMs(graceMs);
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    this.stopping ??= this.stopNow(graceMs);
-    return this.stopping;
+    return stopOnce(this, graceMs, (grace) => this.stopNow(grace));
   }
 
   private async stopNow(graceMs: number): Promise<void> {
@@ -590,15 +586,14 @@ class PostgresRunner implements JobRunner {
       this.aborted = true;
       for (const entry of this.active) entry.controller.abort();
     };
-    const timer = graceMs === 0 ? undefined : setTimeout(abort, graceMs);
-    if (graceMs === 0) abort();
+    const cancelAbort = abortAfterGrace(graceMs, abort);
     const pools = [...this.pools.values()];
     const results = await Promise.allSettled(
       pools.filter((pool) => !this.leaving.has(pool)).map(async (pool) => pool.gracefulShutdown('proofgate: the runner stops')),
     );
     for (const result of results) if (result.status === 'rejected') this.shared.onError(result.reason);
     await Promise.allSettled(pools.map((pool) => pool.promise));
-    clearTimeout(timer);
+    cancelAbort();
     clearInterval(this.beatTimer);
     await this.beating;
     try {

@@ -23,7 +23,8 @@ import { sqliteFailure } from '../../storage/sqlite/errors.js';
 import { openSqliteDatabase } from '../../storage/sqlite/schema.js';
 import { ProofgateError } from '../../core/index.js';
 import {
-  checkGraceMs,
+  abortAfterGrace,
+  stopOnce,
   checkJobSpec,
   closedQueueError,
   failureText,
@@ -313,7 +314,8 @@ class SqliteRunner implements JobRunner {
   /** Writes that failed (the database was busy past its timeout, say), retried on every poll and at stop. */
   private readonly unwritten = new Map<number, Outcome>();
   private readonly tasks: string;
-  private stopping: Promise<void> | null = null;
+  /** The stopping under way (`stop` returns it to every caller), or null. */
+  stopping: Promise<void> | null = null;
   private pollTimer: NodeJS.Timeout | undefined;
   private beatTimer: NodeJS.Timeout | undefined;
   private wakePending = false;
@@ -464,13 +466,7 @@ class SqliteRunner implements JobRunner {
   }
 
   stop(graceMs: number): Promise<void> {
-    try {
-      checkGraceMs(graceMs);
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    this.stopping ??= this.stopNow(graceMs);
-    return this.stopping;
+    return stopOnce(this, graceMs, (grace) => this.stopNow(grace));
   }
 
   private async stopNow(graceMs: number): Promise<void> {
@@ -481,10 +477,9 @@ class SqliteRunner implements JobRunner {
     const abort = (): void => {
       for (const entry of this.active.values()) entry.controller.abort();
     };
-    const timer = graceMs === 0 ? undefined : setTimeout(abort, graceMs);
-    if (graceMs === 0) abort();
+    const cancelAbort = abortAfterGrace(graceMs, abort);
     while (this.active.size > 0) await Promise.all([...this.active.values()].map((entry) => entry.done));
-    clearTimeout(timer);
+    cancelAbort();
     clearInterval(this.beatTimer);
     this.retryUnwritten();
     // Anything still held (a write that keeps failing) is released, then the heartbeat goes.

@@ -81,6 +81,9 @@ interface ActiveJob {
   readonly done: Promise<JobResult>;
 }
 
+/** A change's lease when `ChangeJobsOptions.leaseMs` does not say (renewed every third of it). */
+export const DEFAULT_LEASE_MS = 60_000;
+
 export class ChangeJobs {
   readonly env: AutomergeEnvironment;
   readonly writer: StatusWriter;
@@ -102,7 +105,7 @@ export class ChangeJobs {
     this.#onJob = options.onJob;
     this.writer = new StatusWriter(env.forge, env.secret, env.intent);
     this.owner = options.owner ?? `${hostname()}:${process.pid}:${newId('job')}`;
-    this.#leaseMs = options.leaseMs ?? 60_000;
+    this.#leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
     this.#maxReruns = options.maxReruns ?? 3;
     this.#park = options.park ?? false;
     this.#renewalClock = options.renewalClock ?? systemClock;

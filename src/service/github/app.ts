@@ -42,7 +42,8 @@ export interface ListedPull {
   readonly updatedAt: string;
 }
 
-/** Most pages read of one list (100 items a page). */
+/** Items asked for per page, and most pages read of one list. */
+const PAGE = 100;
 const MAX_PAGES = 50;
 
 export class GitHubAppClient {
@@ -94,17 +95,15 @@ export class GitHubAppClient {
   /** `GET /app/installations`: every installation's id. */
   async installationIds(): Promise<number[]> {
     const ids: number[] = [];
-    for (let page = 1; page <= MAX_PAGES; page++) {
-      let data: unknown;
-      try {
-        ({ data } = await this.#app.request('GET /app/installations', { per_page: 100, page }));
-      } catch (error) {
-        throw forgeError('installation list', error);
-      }
-      const list = Array.isArray(data) ? (data as { id?: unknown }[]) : [];
-      for (const item of list) if (typeof item.id === 'number') ids.push(item.id);
-      if (list.length < 100) break;
-    }
+    await everyPage(
+      'installation list',
+      (page) => this.#app.request('GET /app/installations', { per_page: PAGE, page }),
+      (data) => {
+        const list = Array.isArray(data) ? (data as { id?: unknown }[]) : [];
+        for (const item of list) if (typeof item.id === 'number') ids.push(item.id);
+        return list.length;
+      },
+    );
     return ids;
   }
 
@@ -112,22 +111,19 @@ export class GitHubAppClient {
   async repositories(installationId: number): Promise<InstallationRepository[]> {
     const client = this.installation(installationId);
     const found: InstallationRepository[] = [];
-    for (let page = 1; page <= MAX_PAGES; page++) {
-      let data: { repositories?: unknown };
-      try {
-        ({ data } = (await client.request('GET /installation/repositories', { per_page: 100, page })) as { data: { repositories?: unknown } });
-      } catch (error) {
-        throw forgeError('repository list', error);
-      }
-      const list = Array.isArray(data.repositories)
-        ? (data.repositories as { full_name?: unknown; name?: unknown; owner?: { login?: unknown }; fork?: unknown }[])
-        : [];
-      for (const repo of list) {
-        if (typeof repo.name !== 'string' || typeof repo.owner?.login !== 'string') continue;
-        found.push({ installationId, repository: `${repo.owner.login}/${repo.name}`, owner: repo.owner.login, name: repo.name, fork: repo.fork === true });
-      }
-      if (list.length < 100) break;
-    }
+    await everyPage(
+      'repository list',
+      (page) => client.request('GET /installation/repositories', { per_page: PAGE, page }),
+      (data) => {
+        const repositories = (data as { repositories?: unknown } | null)?.repositories;
+        const list = Array.isArray(repositories) ? (repositories as { name?: unknown; owner?: { login?: unknown }; fork?: unknown }[]) : [];
+        for (const repo of list) {
+          if (typeof repo.name !== 'string' || typeof repo.owner?.login !== 'string') continue;
+          found.push({ installationId, repository: `${repo.owner.login}/${repo.name}`, owner: repo.owner.login, name: repo.name, fork: repo.fork === true });
+        }
+        return list.length;
+      },
+    );
     return found;
   }
 
@@ -138,34 +134,41 @@ export class GitHubAppClient {
   async openPulls(installationId: number, owner: string, repo: string, since: string | null): Promise<ListedPull[]> {
     const client = this.installation(installationId);
     const found: ListedPull[] = [];
-    for (let page = 1; page <= MAX_PAGES; page++) {
-      let data: unknown;
-      try {
-        ({ data } = await client.request('GET /repos/{owner}/{repo}/issues', {
-          owner,
-          repo,
-          state: 'open',
-          sort: 'updated',
-          direction: 'desc',
-          per_page: 100,
-          page,
-          ...(since === null ? {} : { since }),
-        }));
-      } catch (error) {
-        throw forgeError('pull request list', error);
-      }
-      const list = Array.isArray(data) ? (data as { number?: unknown; pull_request?: unknown; labels?: unknown; updated_at?: unknown }[]) : [];
-      for (const issue of list) {
-        if (typeof issue.number !== 'number' || issue.pull_request === undefined || issue.pull_request === null) continue;
-        const labels = Array.isArray(issue.labels)
-          ? (issue.labels as unknown[])
-              .map((label) => (typeof label === 'string' ? label : (label as { name?: unknown }).name))
-              .filter((n): n is string => typeof n === 'string')
-          : [];
-        found.push({ number: issue.number, labels, updatedAt: typeof issue.updated_at === 'string' ? issue.updated_at : '' });
-      }
-      if (list.length < 100) break;
-    }
+    const query = { owner, repo, state: 'open', sort: 'updated', direction: 'desc', per_page: PAGE, ...(since === null ? {} : { since }) } as const;
+    await everyPage(
+      'pull request list',
+      (page) => client.request('GET /repos/{owner}/{repo}/issues', { ...query, page }),
+      (data) => {
+        const list = Array.isArray(data) ? (data as { number?: unknown; pull_request?: unknown; labels?: unknown; updated_at?: unknown }[]) : [];
+        for (const issue of list) {
+          if (typeof issue.number !== 'number' || issue.pull_request === undefined || issue.pull_request === null) continue;
+          const labels = Array.isArray(issue.labels)
+            ? (issue.labels as unknown[])
+                .map((label) => (typeof label === 'string' ? label : (label as { name?: unknown }).name))
+                .filter((n): n is string => typeof n === 'string')
+            : [];
+          found.push({ number: issue.number, labels, updatedAt: typeof issue.updated_at === 'string' ? issue.updated_at : '' });
+        }
+        return list.length;
+      },
+    );
     return found;
+  }
+}
+
+/**
+ * Read a paged list: page 1, 2, ... until a page holds fewer than `PAGE`
+ * items (or `MAX_PAGES` were read). `take` keeps a page's items and says how
+ * many it held; a failed request is the forge's typed error naming `what`.
+ */
+async function everyPage(what: string, request: (page: number) => Promise<{ data: unknown }>, take: (data: unknown) => number): Promise<void> {
+  for (let page = 1; page <= MAX_PAGES; page++) {
+    let data: unknown;
+    try {
+      ({ data } = await request(page));
+    } catch (error) {
+      throw forgeError(what, error);
+    }
+    if (take(data) < PAGE) return;
   }
 }

@@ -32,6 +32,7 @@ import {
   AutomergeRouter,
   ChangeJobs,
   ChangeSignals,
+  DEFAULT_LEASE_MS,
   LedgerStore,
   builtinRepair,
   loadOrCreateSecret,
@@ -141,12 +142,11 @@ function addressOf(payload: JsonValue): PullAddress {
 
 /** What one repository's jobs run against (made once per process and repository). */
 interface RepositoryContext {
-  readonly repository: string;
   readonly forge: Forge;
   readonly env: AutomergeEnvironment;
   readonly jobs: ChangeJobs;
   readonly router: AutomergeRouter;
-  /** The jobs started in this process per change, since the last `take`. */
+  /** The jobs started in this process per change, not yet followed up by `settle`. */
   readonly started: Map<string, Promise<JobResult>[]>;
 }
 
@@ -240,7 +240,7 @@ export async function startGitHubService(options: GitHubServiceOptions): Promise
       onJob: (changeId, done) => started.set(changeId, [...(started.get(changeId) ?? []), done]),
     });
     const router = new AutomergeRouter(jobs, { restartOnEvents: true });
-    const context: RepositoryContext = { repository, forge, env, jobs, router, started };
+    const context: RepositoryContext = { forge, env, jobs, router, started };
     made.push(context);
     return context;
   }
@@ -262,6 +262,15 @@ export async function startGitHubService(options: GitHubServiceOptions): Promise
     }
   }
 
+  /**
+   * A `resume` on the change's own queue, due when a loop's lease would run
+   * out: if this process dies while the loop a command started runs, the
+   * change is taken up again elsewhere.
+   */
+  function safetyNet(address: PullAddress): Promise<void> {
+    return queue.add(resumeJob(address, new Date(clock.now().getTime() + (options.leaseMs ?? DEFAULT_LEASE_MS))));
+  }
+
   /** Run the change's job when automerge is on and none runs here, then queue what follows it. */
   async function runIfActive(context: RepositoryContext, address: PullAddress): Promise<void> {
     const loaded = await context.env.store.load(address.changeId);
@@ -269,7 +278,7 @@ export async function startGitHubService(options: GitHubServiceOptions): Promise
     if (context.jobs.active(address.changeId)) {
       // Its loop runs here (a command started it): wake it, and keep the safety net this resume was (they share a key).
       context.env.signals.notify(address.changeId);
-      await queue.add(resumeJob(address, new Date(clock.now().getTime() + (options.leaseMs ?? 60_000))));
+      await safetyNet(address);
       return;
     }
     context.jobs.dispatch(address.changeId);
@@ -325,8 +334,7 @@ export async function startGitHubService(options: GitHubServiceOptions): Promise
    */
   async function afterCommands(context: RepositoryContext, address: PullAddress, applied: boolean): Promise<void> {
     if ((context.started.get(address.changeId)?.length ?? 0) > 0) {
-      // A safety net on the change's own queue, due when the loop's lease would run out: if this process dies, the change is taken up again.
-      await queue.add(resumeJob(address, new Date(clock.now().getTime() + (options.leaseMs ?? 60_000))));
+      await safetyNet(address);
       const followed: Promise<void> = settle(context, address)
         .catch((error: unknown) => logger.error({ repository: address.repository, change: address.changeId, err: errorMessage(error) }, 'change job failed'))
         .finally(() => background.delete(followed));
@@ -343,7 +351,8 @@ export async function startGitHubService(options: GitHubServiceOptions): Promise
     const context = await contextOf(address.installationId, address.repository);
     const snapshot = await context.forge.snapshot(address.changeId);
     if (snapshot.state !== 'open') return;
-    const commands = snapshot.comments.filter((c: ForgeComment) => c.author !== app.botLogin && parseCommands(c.body, commandMention(app.botLogin)).length > 0);
+    // proofgate's own comments are skipped by the router.
+    const commands = snapshot.comments.filter((c: ForgeComment) => parseCommands(c.body, commandMention(app.botLogin)).length > 0);
     let applied = false;
     for (const c of commands) if ((await context.router.handleComment(address.changeId, c)).skipped !== null) applied = true;
     await afterCommands(context, address, applied);
@@ -397,9 +406,9 @@ export async function startGitHubService(options: GitHubServiceOptions): Promise
   await queue.add(reconcileJob(null));
 
   const intake = createWebhookIntake({ events: intakeStorage.eventStore, secret: options.app.webhookSecret, sink, logger });
-  let stopping = false;
+  let stopping: Promise<void> | null = null;
   const ready = async (): Promise<boolean> => {
-    if (stopping) return false;
+    if (stopping !== null) return false;
     await queue.ping();
     await intakeStorage.eventStore.revision('service/ready');
     return true;
@@ -409,15 +418,13 @@ export async function startGitHubService(options: GitHubServiceOptions): Promise
 
   let resolveStopped: () => void = () => undefined;
   const stopped = new Promise<void>((resolve) => (resolveStopped = resolve));
-  let stopping$: Promise<void> | null = null;
   const stop = (graceMs: number): Promise<void> => {
-    if (stopping) {
+    if (stopping !== null) {
       // A second stop: interrupt the running jobs now (each stops at its next safe point).
       for (const context of contexts.values()) void context.then((c) => c.jobs.close()).catch(() => undefined);
-      return stopping$ ?? stopped;
+      return stopping;
     }
-    stopping = true;
-    stopping$ ??= (async () => {
+    stopping = (async () => {
       try {
         await server?.close();
         const deadline = Date.now() + graceMs;
@@ -440,7 +447,7 @@ export async function startGitHubService(options: GitHubServiceOptions): Promise
         resolveStopped();
       }
     })();
-    return stopping$;
+    return stopping;
   };
   const runningLoops = (): number => made.reduce((sum, context) => sum + context.jobs.running().length, 0);
   return { url: server?.url ?? null, app, queue, runner, stopped, runningLoops, stop };

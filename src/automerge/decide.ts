@@ -59,7 +59,6 @@ export const AUTOMERGE_REASON_CODES = [
   'mergeability-pending',
   'review-required', // the forge's review decision: required approvals are missing (a window; its expiry blocks)
   'new-head-pending', // gate: a repair pushed a head the forge does not show yet
-  'automerge-requested', // router: the request was taken, the job is starting
   // review
   'no-verdict',
   'head-moved',

@@ -59,7 +59,8 @@ export interface ChangeSnapshot {
   readonly draft: boolean;
   readonly base: { readonly ref: string; readonly sha: string };
   readonly head: { readonly ref: string; readonly sha: string };
-  readonly author: { readonly login: string; readonly permission: RepoPermission };
+  /** Who opened the change (their permission is `Forge.permission`, asked when needed: a snapshot does not pay for it). */
+  readonly author: { readonly login: string };
   readonly mergeable: Mergeable;
   readonly mergeStateStatus: MergeStateStatus;
   readonly labels: readonly string[];

@@ -114,7 +114,7 @@ export function snapshot(overrides: Partial<ChangeSnapshot> = {}): ChangeSnapsho
     base: { ref: 'main', sha: BASE },
     head: { ref: 'feature', sha: HEAD },
     reviewDecision: null,
-    author: { login: 'alice', permission: 'read' },
+    author: { login: 'alice' },
     mergeable: 'MERGEABLE',
     mergeStateStatus: 'CLEAN',
     labels: [],

@@ -749,10 +749,9 @@ describe('decideAutomerge', () => {
   });
 });
 
-/** Codes given by `gateDecision` (src/automerge/loop/policy.ts) and the router; `stopped` is also decideAutomerge's. */
+/** Codes given by `gateDecision` (src/automerge/loop/policy.ts); `stopped` is also decideAutomerge's. */
 const LOOP_CODES: readonly AutomergeReasonCode[] = [
   'new-head-pending',
-  'automerge-requested',
   'no-agent-fix',
   'no-repair-worker',
   'fork-no-repair',

@@ -400,7 +400,8 @@ describe('LedgerStore (real SQLite)', () => {
     await a.step(CHANGE, 'decision', { kind: 'stop', code: 'stopped', reason: 'stopped by maintainer', head: HEAD });
 
     const [seenByA, seenByB, fresh] = await Promise.all([a.load(CHANGE), b.load(CHANGE), new LedgerStore(storage.eventStore).load(CHANGE)]);
-    expect(fresh.revision).toBe(7);
+    // Seven appends, and each that applied commands also recorded the lines its route is to run (`commands-routed`).
+    expect(fresh.revision).toBe(9);
     for (const seen of [seenByA, seenByB]) {
       expect(seen.revision).toBe(fresh.revision);
       expect(seen.state).toEqual(fresh.state);
@@ -409,7 +410,11 @@ describe('LedgerStore (real SQLite)', () => {
     }
     expect(fresh.state.reviews).toEqual([{ id: 'r1', head: HEAD, status: 'finished', verdict: 'CONFIRMED', at: T1 }]);
     expect(automergeActive(fresh.state)).toBe(false);
-    expect(fresh.steps.map((step) => step.step)).toEqual(['checks-started', 'checks-finished', 'decision']);
+    expect(fresh.steps.map((step) => step.step)).toEqual(['commands-routed', 'checks-started', 'checks-finished', 'commands-routed', 'decision']);
+    expect(fresh.steps.filter((step) => step.step === 'commands-routed').map((step) => [step.comment, step.lines])).toEqual([
+      ['1', [1]],
+      ['2', [1]],
+    ]);
     expect(fresh.typedSteps.map((step) => step.step)).toEqual(['checks-started', 'checks-finished']);
   });
 

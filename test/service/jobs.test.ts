@@ -130,6 +130,14 @@ const say = (line) => process.stdout.write(line + '\\n');
 if (mode === 'hang') {
   // Takes a job and never ends it; its heartbeats stop only when the process is killed.
   await queue.run({ pollMs: 20, handlers: { hang: (job) => { say('started ' + job.id + ' ' + job.workerId); return new Promise(() => {}); } } });
+} else if (mode === 'pause') {
+  // Takes a job, says whether it holds it; after a SIGSTOP and SIGCONT, says it again and ends the job.
+  await queue.run({ pollMs: 20, handlers: { hang: async (job) => {
+    const continued = new Promise((wake) => process.once('SIGCONT', wake));
+    say('started ' + job.id + ' ' + job.workerId + ' held ' + (await job.held()));
+    await continued;
+    say('continued held ' + (await job.held()));
+  } } });
 } else {
   const Database = createRequire(modulePath)('better-sqlite3');
   const probe = new Database(probePath, { timeout: 30000 });
@@ -189,7 +197,7 @@ class Child {
   readonly process: ChildProcess;
   private output = '';
 
-  constructor(backend: Backend, mode: 'hang' | 'race', probe = '-') {
+  constructor(backend: Backend, mode: 'hang' | 'pause' | 'race', probe = '-') {
     const { module, script } = compiledChild();
     this.process = startTestProcess(process.execPath, [script, module, backend.kind, ...backend.childArgs(), mode, probe], {
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -490,6 +498,26 @@ function conformance(lifecycle: Lifecycle): void {
     await run(second, { ...FAST, handlers: { work: async () => undefined }, observe: other.observe });
     expect(jobOf(await other.waitFor('completed', 'k')).payload).toEqual({ v: 2 });
     expect(other.of('started')).toHaveLength(1);
+  });
+
+  it("tells a handler whether it still holds its job: a worker paused past the retake delay learns, once continued, that its job went to another", async () => {
+    const queue = await open();
+    const child = new Child(backend, 'pause');
+    await child.line(/^ready$/, 'the child runner started');
+    await queue.add({ task: 'hang', queue: 'q', key: 'paused', payload: { n: 1 } });
+    const [, jobId, pausedWorker, heldAtStart] = await child.line(/^started (\S+) (\S+) held (\S+)$/, 'the child took the job');
+    expect(heldAtStart).toBe('true');
+    process.kill(child.process.pid!, 'SIGSTOP'); // no heartbeats, but alive
+    const recorder = new Recorder();
+    await run(queue, { ...FAST, retakeMs: 300, heartbeatMs: 50, handlers: { hang: async () => undefined }, observe: recorder.observe });
+    await recorder.waitFor('completed', 'paused');
+    expect(recorder.events.some((event) => event.kind === 'unlocked' && event.workerIds.includes(pausedWorker!))).toBe(true);
+    expect(jobOf(recorder.events.find((event) => event.kind === 'started')!).id).toBe(jobId);
+    process.kill(child.process.pid!, 'SIGCONT');
+    const [, heldAfter] = await child.line(/^continued held (\S+)$/, 'the continued child did not ask again');
+    expect(heldAfter).toBe('false');
+    await stopTestProcess(child.process);
+    expect(await queue.list()).toEqual([]);
   });
 
   it('unlocks the job of a worker whose process died holding it: another runner takes it after the unlock', async () => {

@@ -5,7 +5,7 @@
  * and the forge shows as landed (a crash between the two) is recorded.
  */
 import type { RepoConfig } from '../../contracts/repo-config.js';
-import type { ChangeSnapshot } from '../../forge/port.js';
+import type { ChangeSnapshot, ForgeComment } from '../../forge/port.js';
 import type { AutomergeLedgerState } from '../ledger.js';
 import { collectVerdicts, type TrustedVerdict } from '../markers.js';
 import type { LoadedLedger } from './ledger-store.js';
@@ -14,6 +14,8 @@ import type { AutomergeEnvironment } from './types.js';
 
 export interface Iteration {
   readonly snapshot: ChangeSnapshot;
+  /** The snapshot is the previous turn's, with proofgate's own write since (see `IterationReader.reuse`), not read afresh. */
+  readonly reused: boolean;
   readonly config: RepoConfig;
   readonly loaded: LoadedLedger;
   readonly state: AutomergeLedgerState;
@@ -50,6 +52,26 @@ export class IterationReader {
     // Checks this process runs itself: a run a stop cancelled is run again rather than read as a failure.
     const snapshot = env.startChecks === undefined ? current : withoutCancelledRuns(current);
     refresh(snapshot);
+    return this.#complete(snapshot, false);
+  }
+
+  /**
+   * The previous turn's snapshot with `written` (a comment proofgate just
+   * wrote, as the forge answered the write) in place of its older version,
+   * when no event about the change arrived since that snapshot was read (an
+   * event makes it null: read afresh). The ledger and the stored records are
+   * read afresh as always. A decision made on it may only wait: the loop
+   * reads afresh before anything else (loop.ts).
+   */
+  async reuse(previous: Iteration, written: ForgeComment): Promise<Iteration | null> {
+    if (this.#env.signals.take(this.#changeId)) return null;
+    const comments = [...previous.snapshot.comments.filter((comment) => comment.id !== written.id), written];
+    return this.#complete({ ...previous.snapshot, comments }, true);
+  }
+
+  async #complete(snapshot: ChangeSnapshot, reused: boolean): Promise<Iteration> {
+    const env = this.#env;
+    const changeId = this.#changeId;
     // The trusted config is bound to the base sha: read it once per base.
     const config = this.#configs.get(snapshot.base.sha) ?? (await trustedConfig(env.forge, snapshot));
     this.#configs.set(snapshot.base.sha, config);
@@ -74,6 +96,6 @@ export class IterationReader {
         at: env.store.now(),
       });
     }
-    return { snapshot, config, loaded, state, verdicts };
+    return { snapshot, reused, config, loaded, state, verdicts };
   }
 }

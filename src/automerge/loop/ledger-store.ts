@@ -339,7 +339,14 @@ export class LedgerStore {
       const application = applyCommand(loaded.state, delivery);
       if (application.state === loaded.state) return { events: [], result: application };
       const record: LedgerRecord = { type: 'commands', delivery };
-      return { events: [{ id: newId('aml'), type: 'ledger', data: toJson({ record }) }], result: application };
+      const events: NewEvent[] = [{ id: newId('aml'), type: 'ledger', data: toJson({ record }) }];
+      if (application.run.length > 0) {
+        // In the same append: which lines the route of this comment version is to run (a route killed before it ends is found by it).
+        const { comment } = delivery;
+        const data = { step: 'commands-routed', at: this.now(), comment: comment.id, updatedAt: comment.updatedAt, lines: application.run.map((c) => c.line) };
+        events.push({ id: newId('ams'), type: 'step', data });
+      }
+      return { events, result: application };
     });
   }
 

@@ -20,6 +20,7 @@ import { gateDecision, policyFromConfig } from './policy.js';
 import { headBehindBase, runRepairStep } from './repair-step.js';
 import { runReviewStep } from './review-step.js';
 import { DecisionPresenter, StatusWriter } from './status.js';
+import type { ForgeComment } from '../../forge/port.js';
 import type { AutomergeEnvironment } from './types.js';
 import { expiredWindow, nextWindow, parkedWakeAt, parkedWindow, waitKindFor, waitSettings, type WaitWindow } from './waits.js';
 
@@ -88,6 +89,8 @@ export async function runAutomergeLoop(env: AutomergeEnvironment, changeId: stri
   const read = (): Promise<Iteration> => reader.read((snapshot) => writer.refresh(snapshot));
   let window: WaitWindow | null = null;
   let ended: LoopOutcomeKind | null = null;
+  /** The turn that just reviewed, and its review comment: the next turn may decide on them (see below). */
+  let reviewed: { readonly it: Iteration; readonly comment: ForgeComment } | null = null;
 
   const outcome = (
     kind: LoopOutcomeKind,
@@ -116,7 +119,11 @@ export async function runAutomergeLoop(env: AutomergeEnvironment, changeId: stri
     for (;;) {
       // A refusal that no retry can cure (no working jail): end with it instead of waiting on checks that never run.
       if (checks.refused !== undefined) throw checks.refused;
-      let it = await read();
+      // After a review, the next turn decides on the same snapshot plus the review comment it wrote, when no event came
+      // meanwhile: a review is usually followed by a wait for checks, and that needs no fresh read. Any other decision
+      // made on it is made again on a fresh read (below).
+      let it: Iteration = (reviewed === null ? null : await reader.reuse(reviewed.it, reviewed.comment)) ?? (await read());
+      reviewed = null;
       if (signal?.aborted === true) return outcome('interrupted', 'stopped by the caller', it);
       if (await runManualCommands(env, it, options.takeManual?.() ?? [], progress, signal)) it = await read();
       const policy = policyFromConfig(it.config, env.forge.kind, it.snapshot);
@@ -142,6 +149,7 @@ export async function runAutomergeLoop(env: AutomergeEnvironment, changeId: stri
         headBehindBase: headBehind,
         fork: it.snapshot.crossRepository === true,
       });
+      if (it.reused && decision.kind !== 'wait') continue;
       if (decision.kind !== 'stop' && decision.kind !== 'block') checks.start(it);
       await presenter.show(it, decision);
       if (decision.kind !== 'wait') window = null;
@@ -155,10 +163,12 @@ export async function runAutomergeLoop(env: AutomergeEnvironment, changeId: stri
           return outcome('stopped', decision.reason, it, undefined, decision.code);
         case 'block':
           return outcome('blocked', decision.reason, it, undefined, decision.code);
-        case 'review':
+        case 'review': {
           progress(`reviewing ${decision.head.slice(0, 12)}`);
-          await runReviewStep(env, it.snapshot, signal);
+          const review = await runReviewStep(env, it.snapshot, signal);
+          if (review.comment !== null) reviewed = { it, comment: review.comment };
           break;
+        }
         case 'repair': {
           // Checks of this head may still run in their own worktrees: let them finish before the repair opens one.
           await checks.settled(decision.head);

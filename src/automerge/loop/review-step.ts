@@ -97,6 +97,8 @@ export interface ReviewStepResult {
   readonly result: ReviewResult | null;
   /** Why the review ended without a verdict (transport failure), else null. */
   readonly failure: string | null;
+  /** The review comment as the forge answered its write (null without a verdict). */
+  readonly comment: ForgeComment | null;
 }
 
 /**
@@ -121,7 +123,7 @@ export async function runReviewStep(env: AutomergeEnvironment, snapshot: ChangeS
     const failure = errorMessage(error);
     await env.store.step(changeId, 'review-failed', { review: reviewId, head, reason: failure });
     await env.store.record(changeId, { type: 'review-finished', id: reviewId, head, verdict: null, at: env.store.now() });
-    return { reviewId, result: null, failure };
+    return { reviewId, result: null, failure, comment: null };
   }
   const fields: ReviewVerdictFields = {
     kind: 'review-verdict',
@@ -152,5 +154,5 @@ export async function runReviewStep(env: AutomergeEnvironment, snapshot: ChangeS
     findings: result.findings.map((finding) => ({ ...finding })),
   });
   await env.store.record(changeId, { type: 'review-finished', id: reviewId, head, verdict: result.verdict, at: env.store.now() });
-  return { reviewId, result, failure: null };
+  return { reviewId, result, failure: null, comment };
 }

@@ -8,21 +8,29 @@
  * in the store.
  *
  * Replies are written once. Each carries a signed `command-reply` marker
- * naming the comment version and the command's line. A route cut short by a
- * failure (a reply GitHub refused, say) records a `commands-interrupted` step
- * with the lines it ran and the ones it finished; the next delivery of that
- * comment version (the retried job), which the ledger skips as applied,
- * claims the rest (`commands-resumed`, one claimant) and runs the unfinished
- * commands on the current state, writing only the replies whose marker is not
- * among proofgate's own comments in the snapshot it read.
+ * naming the comment version and the command's line. The ledger append that
+ * applies a comment's commands also records the lines its route is to run
+ * (`commands-routed`); a route that ends records `commands-finished`. A route
+ * cut short by a failure (a reply GitHub refused, say) records a
+ * `commands-interrupted` step with the lines it ran and the ones it finished;
+ * the next delivery of that comment version (the retried job), which the
+ * ledger skips as applied, claims the rest (`commands-resumed`, one claimant)
+ * and runs the unfinished commands on the current state, writing only the
+ * replies whose marker is not among proofgate's own comments in the snapshot
+ * it read. Where routes of a change never run at once (`serial`: a service's
+ * queue), a route that neither finished nor recorded a failure was killed,
+ * and the next delivery finishes it the same way.
+ *
+ * The router writes replies only. Status comments and labels are the loop's,
+ * written under the change's lease: a command routed in one process while
+ * another process's loop merges cannot overwrite the final comment.
  */
 import { isProofgateError, newId, ProofgateError, type JsonValue } from '../../core/index.js';
 import type { ChangeSnapshot, ForgeComment, ForgeEvent, RepoPermission } from '../../forge/port.js';
 import { commandMention, commandText, parseCommands, type ParsedCommand } from '../commands.js';
-import type { AutomergeDecision } from '../decide.js';
 import { automergeActive, type AutomergeLedgerState, type SkipReason } from '../ledger.js';
 import { answeredCommandLines, composeMarkedBody, type CommandReplyFields } from '../markers.js';
-import { escapeText, renderStatusComment } from '../status-comment.js';
+import { escapeText } from '../status-comment.js';
 import { authorizeCommand, type Authorization } from '../trust.js';
 import { approveChange } from './facts.js';
 import type { ChangeJobs, Dispatch } from './job.js';
@@ -50,6 +58,21 @@ export interface CommentOptions {
    * `proofgate automerge`), who holds the repository itself: treated as admin.
    */
   readonly operator?: boolean;
+  /**
+   * Routes of this change never run at once: the caller's queue runs one job
+   * of a change's comments at a time, and fences a job taken from a worker
+   * thought dead (`fence`). A redelivered comment version whose route neither
+   * finished nor recorded a failure was then cut off by a crash, and is
+   * finished now. Default false (a local CLI and `serve --repo` may route one
+   * comment in two processes at once).
+   */
+  readonly serial?: boolean;
+  /**
+   * Asked before each command and each reply: throws (`LEASE_LOST`) once the
+   * caller's job was taken from it, and the route stops there, recording
+   * nothing more (the job's new holder finishes the route).
+   */
+  readonly fence?: () => Promise<void>;
 }
 
 export const HELP_TEXT = [
@@ -106,6 +129,7 @@ interface CommandSource {
   readonly replay: string | null;
   /** The `updated_at` of the delivered version (a replay's: the time of the replay). */
   readonly updatedAt: string;
+  readonly fence: (() => Promise<void>) | undefined;
 }
 
 /**
@@ -119,22 +143,50 @@ interface RouteProgress {
   readonly done: Set<number>;
 }
 
-/** The steps that say how a route of one comment version ended or who took it up again. */
+/** The steps that say which lines a route of one comment version is to run, how it ended, or who took it up again. */
+const ROUTED = 'commands-routed';
 const INTERRUPTED = 'commands-interrupted';
 const RESUMED = 'commands-resumed';
+const FINISHED = 'commands-finished';
+const ROUTE_STEPS: ReadonlySet<string> = new Set([ROUTED, INTERRUPTED, RESUMED, FINISHED]);
 
 function numbers(value: JsonValue | undefined): number[] {
   return Array.isArray(value) ? value.filter((item): item is number => typeof item === 'number' && Number.isInteger(item)) : [];
 }
 
-/** The latest `commands-interrupted` or `commands-resumed` step of a comment version, with its position among the steps. */
-function lastRouteStep(steps: readonly StepEvent[], comment: string, updatedAt: string): { readonly index: number; readonly step: StepEvent } | null {
-  for (let index = steps.length - 1; index >= 0; index -= 1) {
-    const step = steps[index];
-    if (step === undefined || (step.step !== INTERRUPTED && step.step !== RESUMED)) continue;
-    if (step.comment === comment && step.updatedAt === updatedAt) return { index, step };
-  }
-  return null;
+/** The route steps of a comment version, oldest first, with their positions among the steps. */
+function routeSteps(steps: readonly StepEvent[], comment: string, updatedAt: string): { readonly index: number; readonly step: StepEvent }[] {
+  const found: { readonly index: number; readonly step: StepEvent }[] = [];
+  steps.forEach((step, index) => {
+    if (ROUTE_STEPS.has(step.step) && step.comment === comment && step.updatedAt === updatedAt) found.push({ index, step });
+  });
+  return found;
+}
+
+/**
+ * What is left of a comment version's route (pure): null when nothing is
+ * (it finished, or it never recorded its lines), else the lines it was to run
+ * and those finished (as the latest failure recorded them). A route whose
+ * latest step is a failure is left only when that failure was recorded before
+ * `known` steps (so a snapshot read after them shows every reply it wrote);
+ * one killed before it ended (its latest step `commands-routed` or
+ * `commands-resumed`) only when routes are `serial`: else it may still run.
+ */
+export function unfinishedRoute(
+  steps: readonly StepEvent[],
+  comment: string,
+  updatedAt: string,
+  known: number,
+  serial: boolean,
+): { readonly lines: number[]; readonly done: number[] } | null {
+  const route = routeSteps(steps, comment, updatedAt);
+  const last = route[route.length - 1];
+  if (last === undefined || last.step.step === FINISHED) return null;
+  if (last.step.step === INTERRUPTED ? last.index >= known : !serial) return null;
+  const withLines = [...route].reverse().find((entry) => entry.step.step === ROUTED || entry.step.step === INTERRUPTED);
+  if (withLines === undefined) return null;
+  const failure = [...route].reverse().find((entry) => entry.step.step === INTERRUPTED);
+  return { lines: numbers(withLines.step.lines), done: numbers(failure?.step.done) };
 }
 
 function actorOf(snapshot: ChangeSnapshot, comment: ForgeComment, permission: RepoPermission) {
@@ -233,14 +285,15 @@ export class AutomergeRouter {
       comment: { id: comment.id, author: comment.author, updatedAt: comment.updatedAt },
       commands: allowed,
     });
-    const source: CommandSource = { comment, permission, replay: null, updatedAt: comment.updatedAt };
+    const source: CommandSource = { comment, permission, replay: null, updatedAt: comment.updatedAt, fence: options.fence };
     if (application.skipped !== null || application.run.length === 0) {
+      await options.fence?.();
       await env.store.step(changeId, 'command-skipped', {
         comment: comment.id,
         updatedAt: comment.updatedAt,
         reason: application.skipped ?? 'no-new-commands',
       });
-      const resumed = application.skipped === 'redelivery' ? await this.#resume(changeId, snapshot, seen, source, allowed) : null;
+      const resumed = application.skipped === 'redelivery' ? await this.#resume(changeId, snapshot, seen, source, allowed, options.serial === true) : null;
       return { commands, refused, ran: [], skipped: application.skipped, dispatch: resumed?.dispatch ?? null, resumed: resumed?.commands ?? [] };
     }
     const progress: RouteProgress = { answered: null, done: new Set() };
@@ -262,8 +315,12 @@ export class AutomergeRouter {
     route: () => Promise<Dispatch | null>,
   ): Promise<Dispatch | null> {
     try {
-      return await route();
+      const dispatch = await route();
+      await this.#env.store.step(changeId, FINISHED, { comment: source.comment.id, updatedAt: source.updatedAt });
+      return dispatch;
     } catch (error) {
+      // Taken over (the caller's job went to another worker): the new holder finishes the route; this one records nothing.
+      if (isProofgateError(error, 'LEASE_LOST')) throw error;
       const done = [...progress.done].sort((a, b) => a - b);
       this.#progress(
         changeId,
@@ -284,14 +341,15 @@ export class AutomergeRouter {
   }
 
   /**
-   * A redelivery of a comment version whose route was cut short: when its
-   * latest route step is `commands-interrupted` and was recorded before this
-   * delivery's snapshot was read (so the snapshot shows every reply written
-   * before it), claim it (`commands-resumed`, at one stream revision: one
-   * claimant) and run its unfinished commands that are still allowed, on the
-   * current state; a reply whose marker is already among proofgate's own
-   * comments is not written again. Null when there is nothing to finish (a
-   * redelivery after a route that finished, or one another delivery resumes).
+   * A redelivery of a comment version whose route was cut short
+   * (`unfinishedRoute`: a failure recorded before this delivery's snapshot
+   * was read, so the snapshot shows every reply written before it; with
+   * `serial`, also a route that was killed): claim it (`commands-resumed`, at
+   * one stream revision: one claimant) and run its unfinished commands that
+   * are still allowed, on the current state; a reply whose marker is already
+   * among proofgate's own comments is not written again. Null when there is
+   * nothing to finish (a redelivery after a route that finished, or one
+   * another delivery resumes).
    */
   async #resume(
     changeId: string,
@@ -299,21 +357,22 @@ export class AutomergeRouter {
     seen: LoadedLedger,
     source: CommandSource,
     allowed: readonly ParsedCommand[],
+    serial: boolean,
   ): Promise<{ readonly commands: readonly ParsedCommand[]; readonly dispatch: Dispatch | null } | null> {
     const env = this.#env;
     const { comment, updatedAt } = source;
     const known = seen.steps.length;
     const cut = await env.store.appendWith(changeId, (loaded) => {
-      const last = lastRouteStep(loaded.steps, comment.id, updatedAt);
-      if (last === null || last.step.step !== INTERRUPTED || last.index >= known) return { events: [], result: null };
+      const left = unfinishedRoute(loaded.steps, comment.id, updatedAt, known, serial);
+      if (left === null) return { events: [], result: null };
       const data = { step: RESUMED, at: env.store.now(), comment: comment.id, updatedAt };
-      return { events: [{ id: newId('ams'), type: 'step', data }], result: last.step };
+      return { events: [{ id: newId('ams'), type: 'step', data }], result: left };
     });
     if (cut === null) return null;
-    const lines = numbers(cut.lines);
+    const { lines } = cut;
     const progress: RouteProgress = {
       answered: answeredCommandLines(snapshot.comments, { selfLogin: env.forge.selfLogin, secret: env.secret, changeId }, { comment: comment.id, updatedAt }),
-      done: new Set(numbers(cut.done)),
+      done: new Set(cut.done),
     };
     const pending = allowed.filter((command) => lines.includes(command.line) && !progress.done.has(command.line));
     this.#progress(changeId, `comment ${comment.id}: finishing ${pending.length} command(s) a failure cut short`);
@@ -393,7 +452,7 @@ export class AutomergeRouter {
       await env.store.step(changeId, 'command-skipped', { comment: replay, updatedAt: at, reason: application.skipped ?? 'no-new-commands' });
       return { commands, refused: [], ran: [], skipped: application.skipped, dispatch: null, resumed: [] };
     }
-    const source: CommandSource = { comment, permission, replay, updatedAt: at };
+    const source: CommandSource = { comment, permission, replay, updatedAt: at, fence: undefined };
     const dispatch = await this.#run(changeId, snapshot, source, application.run, { answered: null, done: new Set() });
     return { commands, refused: [], ran: application.run, skipped: null, dispatch, resumed: [] };
   }
@@ -423,6 +482,7 @@ export class AutomergeRouter {
     const ended = snapshot.state !== 'open' || (await env.store.load(changeId)).state.merged !== null;
     for (const command of commands) {
       this.#progress(changeId, `${comment.author}: ${commandText(command)}`);
+      await source.fence?.();
       await env.store.step(changeId, 'command-run', { comment: comment.id, actor: comment.author, command: commandText(command), ...replayed, ...resumedStep });
       await this.#command(changeId, snapshot, source, command, { ended, resumed, answered: progress.answered?.has(command.line) ?? false, start });
       progress.done.add(command.line);
@@ -453,6 +513,7 @@ export class AutomergeRouter {
       this.#progress(changeId, `comment ${source.comment.id}: the reply to line ${command.line} carries no marker (${error.message})`);
       body = text;
     }
+    await source.fence?.();
     await env.forge.createComment(changeId, body);
   }
 
@@ -512,15 +573,10 @@ export class AutomergeRouter {
       return;
     }
     switch (command.kind) {
+      // The loop writes the status comment and labels, under the change's lease; the router only starts or wakes it.
       case 'automerge': {
         const { state } = await env.store.load(changeId);
         if (resumed && !(automergeActive(state) && state.merged === null)) return;
-        await this.jobs.writer.applyLabels(snapshot, 'requested');
-        const decision: AutomergeDecision = { kind: 'wait', code: 'automerge-requested', reason: `automerge requested by ${comment.author}; starting` };
-        await this.jobs.writer.writeComment(
-          snapshot,
-          renderStatusComment({ changeId, intent: this.jobs.writer.intent, head: snapshot.head.sha, decision, timeline: state.timeline }, env.secret),
-        );
         start();
         return;
       }
@@ -531,12 +587,9 @@ export class AutomergeRouter {
         }
         const { state } = await env.store.load(changeId);
         if (resumed && automergeActive(state)) return;
-        const decision: AutomergeDecision = { kind: 'stop', code: 'stopped', reason: `stopped by ${comment.author}` };
-        await this.jobs.writer.writeComment(
-          snapshot,
-          renderStatusComment({ changeId, intent: this.jobs.writer.intent, head: snapshot.head.sha, decision, timeline: state.timeline }, env.secret),
-        );
-        await this.jobs.writer.applyLabels(snapshot, 'stop');
+        // A loop decides `stop` at once and shows it (a loop running elsewhere reads the stop at its next step).
+        if (state.automerge !== null) start();
+        else await reply(() => `proofgate (asked by ${escapeText(comment.author)}): automerge was never requested for this change; \`${escapeText(command.source)}\` does nothing.`);
         return;
       }
       case 'review':

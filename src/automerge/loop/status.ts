@@ -4,7 +4,9 @@
  * `labelPlan` is pure; `StatusWriter` performs the edits, one at a time per
  * change, and skips writes that would not change anything; `DecisionPresenter`
  * shows each new decision of a loop once (progress line, ledger step and note,
- * comment, labels).
+ * comment, labels). The loop writes every status comment and label; the
+ * router only records commands and starts the loop, so all of them are made
+ * under the change's lease.
  */
 import { newId } from '../../core/index.js';
 import type { ChangeSnapshot, Forge, ForgeComment } from '../../forge/port.js';
@@ -22,7 +24,7 @@ export const LABELS = {
   mergeReady: 'proofgate:merge-ready',
 } as const;
 
-export type LabelPhase = AutomergeDecision['kind'] | 'requested' | 'merged';
+export type LabelPhase = AutomergeDecision['kind'] | 'merged';
 
 export interface LabelPlan {
   readonly add: readonly string[];
@@ -31,21 +33,23 @@ export interface LabelPlan {
 
 /**
  * Which labels to add and remove for a phase (pure): `proofgate:automerge`
- * while automerge is on, `proofgate:human-review` on a block,
- * `proofgate:merge-ready` only while the merge gates are open.
+ * while automerge is on (the loop's first decision adds it), dropped on a stop
+ * or a merge; `proofgate:human-review` on a block; `proofgate:merge-ready`
+ * while every gate is open but the forge refused the merge (the loop tries
+ * again). A merge that goes through at once never shows it: the label would
+ * cost two requests for a moment nobody sees.
  */
 export function labelPlan(phase: LabelPhase, present: readonly string[]): LabelPlan {
   const want = new Set<string>();
   const drop = new Set<string>();
   switch (phase) {
-    case 'requested':
-      want.add(LABELS.automerge);
-      break;
     case 'merge':
+      want.add(LABELS.automerge);
       want.add(LABELS.mergeReady);
       drop.add(LABELS.humanReview);
       break;
     case 'block':
+      want.add(LABELS.automerge);
       want.add(LABELS.humanReview);
       drop.add(LABELS.mergeReady);
       break;
@@ -57,6 +61,7 @@ export function labelPlan(phase: LabelPhase, present: readonly string[]): LabelP
     case 'wait':
     case 'review':
     case 'repair':
+      want.add(LABELS.automerge);
       drop.add(LABELS.mergeReady);
       drop.add(LABELS.humanReview);
       break;
@@ -157,7 +162,7 @@ export class StatusWriter {
  * Shows a loop's decisions. A decision is shown once while it stays the same
  * for the same head: a progress line and a `decision` step in the ledger;
  * a block, stop or wait also a note in the timeline; then the status comment
- * and the labels of its kind. A merge only sets its labels (the merge step
+ * and the labels of its kind. A merge shows nothing here (the merge step
  * writes the rest), and a stop of a change automerge never ran on, or one
  * already merged, writes nothing visible.
  */
@@ -184,10 +189,8 @@ export class DecisionPresenter {
     this.#progress(`${decision.kind}: ${decision.reason}`);
     await store.step(changeId, 'decision', { kind: decision.kind, code: decision.code, reason: decision.reason, head: it.snapshot.head.sha });
     if (decision.kind === 'stop' && (it.state.automerge === null || it.state.merged !== null)) return;
-    if (decision.kind === 'merge') {
-      await this.#writer.applyLabels(it.snapshot, 'merge');
-      return;
-    }
+    // A merge is tried at once: its labels are set only if the forge refuses it (loop.ts).
+    if (decision.kind === 'merge') return;
     let state = it.state;
     if (decision.kind === 'block' || decision.kind === 'stop' || decision.kind === 'wait') {
       state = await store.record(changeId, { type: 'note', id: newId('note'), text: `${decision.kind}: ${decision.reason}`, at: store.now() });

@@ -36,7 +36,7 @@ const short = (sha: string): string => sha.slice(0, 12);
 /** Each line of a comment body is shown after this, below its `[id] author at time:` line. */
 const COMMENT_BODY = { prefix: '    | ' } as const;
 
-function renderSnapshot(snapshot: ChangeSnapshot): string {
+function renderSnapshot(snapshot: ChangeSnapshot & { readonly author: { readonly permission: string } }): string {
   const lines = [
     `change ${snapshot.id}: ${untrustedText(snapshot.title)}`,
     `state      ${snapshot.state}${snapshot.mergeCommitSha === null ? '' : ` (merge commit ${snapshot.mergeCommitSha})`}`,
@@ -141,7 +141,11 @@ export function registerChangeCommands(program: Command): void {
       .argument('<id>', 'change id')
       .option('--json', 'print the snapshot as JSON'),
   ).action(async (id: string, flags: LocalForgeFlags) => {
-    const snapshot = await withLocalForge(flags, (forge) => forge.snapshot(id));
+    // The author's permission is shown beside the snapshot (asked of the forge: a snapshot does not carry it).
+    const snapshot = await withLocalForge(flags, async (forge) => {
+      const read = await forge.snapshot(id);
+      return { ...read, author: { ...read.author, permission: await forge.permission(read.author.login) } };
+    });
     await emit(Boolean(flags.json), snapshot, () => renderSnapshot(snapshot));
   });
 

@@ -44,9 +44,6 @@ interface RestComment {
   readonly updated_at: string;
 }
 
-/** How long a snapshot shows the author's permission before asking again. */
-const SHOWN_PERMISSION_MS = 60_000;
-
 /** Files at commit ids kept per forge (oldest dropped first). */
 const FILE_CACHE_ENTRIES = 256;
 
@@ -84,6 +81,10 @@ export function createGitHubForge(options: GitHubForgeOptions): Forge {
   }
 
   let defaultBranch: Promise<string> | null = options.trustedBranch === undefined ? null : Promise.resolve(options.trustedBranch);
+  /** Every snapshot names the default branch: kept, so the trusted branch costs no request of its own (a setting wins). */
+  function onDefaultBranch(name: string): void {
+    if (options.trustedBranch === undefined) defaultBranch = Promise.resolve(name);
+  }
   async function askDefaultBranch(): Promise<string> {
     try {
       const { data } = await octokit.request('GET /repos/{owner}/{repo}', { owner, repo });
@@ -94,24 +95,6 @@ export function createGitHubForge(options: GitHubForgeOptions): Forge {
       defaultBranch = null;
       throw forgeError('repository lookup', error);
     }
-  }
-
-  /**
-   * The change author's permission as a snapshot shows it, asked at most once
-   * a minute per login: it is shown, never judged (commands are authorized by
-   * `permission`, asked afresh every time), and a loop reads a snapshot at
-   * every turn.
-   */
-  const shownPermissions = new Map<string, { readonly at: number; readonly value: Promise<RepoPermission> }>();
-  function authorPermission(login: string): Promise<RepoPermission> {
-    const key = login.toLowerCase();
-    const kept = shownPermissions.get(key);
-    if (kept !== undefined && Date.now() - kept.at < SHOWN_PERMISSION_MS) return kept.value;
-    const value = permission(login);
-    shownPermissions.set(key, { at: Date.now(), value });
-    value.catch(() => shownPermissions.delete(key));
-    if (shownPermissions.size > 1024) shownPermissions.delete(shownPermissions.keys().next().value as string);
-    return value;
   }
 
   let protectionWarned = false;
@@ -151,7 +134,7 @@ export function createGitHubForge(options: GitHubForgeOptions): Forge {
     },
 
     async snapshot(changeId: string): Promise<ChangeSnapshot> {
-      return readSnapshot({ octokit, owner, repo, pageSize, permission: authorPermission, onProtectionUnreadable }, prNumber(changeId));
+      return readSnapshot({ octokit, owner, repo, pageSize, onProtectionUnreadable, onDefaultBranch }, prNumber(changeId));
     },
 
     async createComment(changeId: string, body: string): Promise<ForgeComment> {

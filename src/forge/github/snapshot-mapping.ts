@@ -160,7 +160,6 @@ export interface SnapshotParts {
   readonly checkHeadSha: string;
   readonly contexts: readonly GqlCheckContext[];
   readonly comments: readonly GqlComment[];
-  readonly authorPermission: RepoPermission;
 }
 
 export function buildSnapshot(parts: SnapshotParts): ChangeSnapshot {
@@ -175,7 +174,7 @@ export function buildSnapshot(parts: SnapshotParts): ChangeSnapshot {
     draft: pr.isDraft,
     base: { ref: pr.baseRefName, sha: pr.baseRefOid },
     head: { ref: pr.headRefName, sha: pr.headRefOid },
-    author: { login: actorLogin(pr.author), permission: parts.authorPermission },
+    author: { login: actorLogin(pr.author) },
     mergeable: mergeable(pr.mergeable),
     mergeStateStatus: mergeStateStatus(pr.mergeStateStatus),
     reviewDecision: reviewDecision(pr.reviewDecision),

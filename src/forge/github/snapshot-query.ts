@@ -3,13 +3,15 @@
  * answer. The same query pages on (checks after a cursor, older comments
  * before a cursor) only when a pull request has more than a page of either.
  * It also reads the base's branch protection rule (its required checks) and
- * whether the head lives in a fork, so neither costs a request of its own.
+ * whether the head lives in a fork, and the repository's default branch (the
+ * trusted branch), so none of them costs a request of its own.
  */
 
 export const SNAPSHOT_OPERATION = 'ProofgateChangeSnapshot';
 
 export const SNAPSHOT_QUERY = `query ${SNAPSHOT_OPERATION}($owner: String!, $repo: String!, $number: Int!, $checks: Int!, $checksAfter: String, $comments: Int!, $commentsBefore: String) {
   repository(owner: $owner, name: $repo) {
+    defaultBranchRef { name }
     pullRequest(number: $number) {
       number
       title
@@ -184,5 +186,5 @@ export interface GqlPullRequest {
 }
 
 export interface SnapshotResponse {
-  readonly repository: { readonly pullRequest: GqlPullRequest | null } | null;
+  readonly repository: { readonly defaultBranchRef?: { readonly name: string } | null; readonly pullRequest: GqlPullRequest | null } | null;
 }

@@ -8,7 +8,7 @@
  */
 import type { Octokit } from '@octokit/core';
 import { ProofgateError } from '../../core/errors.js';
-import type { ChangeSnapshot, RepoPermission } from '../port.js';
+import type { ChangeSnapshot } from '../port.js';
 import { forgeError } from './errors.js';
 import { buildSnapshot } from './snapshot-mapping.js';
 import { SNAPSHOT_QUERY, type GqlCheckContext, type GqlComment, type GqlPullRequest, type SnapshotResponse, type SnapshotVariables } from './snapshot-query.js';
@@ -18,7 +18,8 @@ export interface SnapshotTarget {
   readonly owner: string;
   readonly repo: string;
   readonly pageSize: number;
-  permission(login: string): Promise<RepoPermission>;
+  /** Told the repository's default branch each time a query answers with it. */
+  onDefaultBranch?(name: string): void;
   /** Told (with GitHub's message) when the base's branch protection could not be read and counted as none. */
   onProtectionUnreadable?(message: string): void;
 }
@@ -30,9 +31,7 @@ export async function readSnapshot(target: SnapshotTarget, number: number): Prom
   for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
     const pages = await readPages(target, number);
     if (pages === null) continue;
-    const login = pages.pr.author === null ? null : pages.pr.author.login;
-    const permission = login === null || pages.pr.author?.__typename !== 'User' ? 'none' : await target.permission(login);
-    return buildSnapshot({ ...pages, authorPermission: permission });
+    return buildSnapshot(pages);
   }
   throw new ProofgateError('FORGE_API', `pull request #${number} kept moving while it was read`, { number });
 }
@@ -97,6 +96,8 @@ async function query(target: SnapshotTarget, variables: SnapshotVariables): Prom
     target.onProtectionUnreadable?.(partial.message);
     response = partial.response;
   }
+  const defaultBranch = response.repository?.defaultBranchRef?.name;
+  if (typeof defaultBranch === 'string' && defaultBranch !== '') target.onDefaultBranch?.(defaultBranch);
   const pr = response.repository?.pullRequest ?? null;
   if (pr === null) {
     throw new ProofgateError('NOT_FOUND', `pull request #${variables.number} not found in ${target.owner}/${target.repo}`, { number: variables.number });

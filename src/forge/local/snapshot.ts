@@ -151,7 +151,7 @@ export async function readLiveChange(repo: GitRepository, store: LocalForgeStore
     draft: false,
     base: { ref: record.baseRef, sha: baseSha },
     head: { ref: record.headRef, sha: headSha },
-    author: { login: record.author, permission: permissionFromConfig(trusted.config, record.author) },
+    author: { login: record.author },
     mergeable: judgment.mergeable,
     mergeStateStatus: judgment.mergeStateStatus,
     labels: [...record.labels],

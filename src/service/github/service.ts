@@ -38,6 +38,7 @@ import {
   loadOrCreateSecret,
   panelReviewer,
   type AutomergeEnvironment,
+  type CommentOptions,
   type JobResult,
   type Reviewer,
   type WaitSettings,
@@ -303,8 +304,24 @@ export async function startGitHubService(options: GitHubServiceOptions): Promise
     const context = await contextOf(address.installationId, address.repository);
     const starts = parseCommands(result.comment.body, commandMention(app.botLogin)).some((command) => LOOP_STARTERS.has(command.kind));
     if (starts && !context.jobs.active(address.changeId)) await loopSlot(job.signal);
-    const routed = await context.router.handleEvent(result);
+    const routed = await context.router.handleComment(result.changeId, result.comment, routeOptions(job));
     await afterCommands(context, address, routed.skipped !== null);
+  }
+
+  /**
+   * How the command lane routes: one job of a change's comments at a time
+   * anywhere (its queue), so a route that neither finished nor failed was
+   * killed and the next delivery finishes it (`serial`); and only while this
+   * worker holds the job, so a worker paused past the retake delay stops
+   * where it woke instead of repeating what the job's new holder did.
+   */
+  function routeOptions(job: TakenJob): CommentOptions {
+    return {
+      serial: true,
+      fence: async () => {
+        if (!(await job.held())) throw new ProofgateError('LEASE_LOST', `job ${job.id} (${job.key}) was taken from this worker: it stops here`, { job: job.id });
+      },
+    };
   }
 
   /**
@@ -354,7 +371,7 @@ export async function startGitHubService(options: GitHubServiceOptions): Promise
     // proofgate's own comments are skipped by the router.
     const commands = snapshot.comments.filter((c: ForgeComment) => parseCommands(c.body, commandMention(app.botLogin)).length > 0);
     let applied = false;
-    for (const c of commands) if ((await context.router.handleComment(address.changeId, c)).skipped !== null) applied = true;
+    for (const c of commands) if ((await context.router.handleComment(address.changeId, c, routeOptions(job))).skipped !== null) applied = true;
     await afterCommands(context, address, applied);
   }
 

@@ -48,6 +48,13 @@ export interface TakenJob {
   readonly workerId: string;
   /** Aborted when the runner stops past its grace period: stop at the next safe point. */
   readonly signal: AbortSignal;
+  /**
+   * Whether this worker still holds the job, read afresh: false once it was
+   * taken from a worker thought dead (paused past `retakeMs`), or ended. A
+   * handler checks it before each effect, so a worker that wakes up after its
+   * job went to another stops instead of repeating the other's work.
+   */
+  held(): Promise<boolean>;
 }
 
 export type JobHandler = (job: TakenJob) => Promise<void>;

@@ -508,6 +508,10 @@ class PostgresRunner implements JobRunner {
       attempt: raw.attempts,
       workerId: poolId,
       signal: entry.controller.signal,
+      held: async () => {
+        const { rowCount } = await this.pgPool.query(`SELECT 1 FROM ${this.shared.s}._private_jobs WHERE id = $1 AND locked_by = $2`, [raw.id, poolId]);
+        return rowCount === 1;
+      },
     });
     this.active.add(entry);
     try {

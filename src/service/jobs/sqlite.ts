@@ -381,6 +381,7 @@ class SqliteRunner implements JobRunner {
       attempt: row.attempts,
       workerId: this.workerId,
       signal: controller.signal,
+      held: () => Promise.resolve(this.shared.sql.held.get(row.id, this.workerId) !== undefined),
     });
     const entry: Active = { controller, done: Promise.resolve() };
     this.active.set(row.id, entry);

@@ -91,9 +91,9 @@ async function inspect(repo: TempRepo, data: string) {
 }
 
 const POINTS = [
-  // The first status comment and the first label are written by the router, before the job takes its lease.
-  { point: 'status-comment-created', conflict: false, inJob: false },
-  { point: 'label-added', conflict: false, inJob: false },
+  // The first status comment and the first label are written by the job's first decision (the router writes neither).
+  { point: 'status-comment-created', conflict: false, inJob: true },
+  { point: 'label-added', conflict: false, inJob: true },
   { point: 'review-verdict-decided', conflict: false, inJob: true },
   { point: 'review-comment-written', conflict: false, inJob: true },
   { point: 'repair-committed', conflict: true, inJob: true },
@@ -147,11 +147,11 @@ async function killedAndRestarted({ point, conflict, inJob }: Point): Promise<vo
   switch (point) {
     case 'status-comment-created':
       expect(left.status).toHaveLength(1);
-      expect(left.snapshot.labels).toContain('proofgate:automerge');
+      expect(left.snapshot.labels).toEqual([]);
       break;
     case 'label-added':
       expect(left.snapshot.labels).toEqual(['proofgate:automerge']);
-      expect(left.status).toHaveLength(0);
+      expect(left.status).toHaveLength(1);
       break;
     case 'review-verdict-decided':
       expect(left.verdicts).toHaveLength(0);

@@ -263,7 +263,7 @@ describe('a job that lost its lease makes no further effect', () => {
   const PAUSE_POINTS = [
     {
       after: 'its merge decision',
-      next: "the merge-ready label (through the job's status writer)",
+      next: 'the merge attempt (a fenced store append)',
       matches: (data: Record<string, unknown>) => data.step === 'decision' && data.kind === 'merge',
     },
     { after: 'its merge attempt', next: 'the merge', matches: (data: Record<string, unknown>) => data.step === 'merge-attempt' },
@@ -308,6 +308,45 @@ describe('a job that lost its lease makes no further effect', () => {
     expect(a.writes).not.toContain('merge');
     expect(b.writes.filter((write) => write === 'merge')).toHaveLength(1);
     expect(f.repo.git(['rev-list', '--count', `${base}..main`])).toBe('1');
+  });
+});
+
+describe('a stop recorded between the merge decision and the merge attempt', () => {
+  // The window between the loop's decision (made on a ledger it read) and the `merge-attempt` append has no forge
+  // round trip any more, so this race is made here, in the store: the stop is routed by another process right after the
+  // decision is stored. The attempt is appended only while automerge is on, in one compare-and-swap: the stop wins.
+  it("a /proofgate stop routed by B right after A's loop stored its merge decision: no merge attempt, nothing merges, A ends stopped", async () => {
+    const f = (fixture = await loopFixture());
+    const start = new Date().toISOString();
+    const a = owner(f, 'owner-a', start);
+    const b = owner(f, 'owner-b', start);
+    owners.push(a, b);
+    const id = await f.openChange('feature', { 'feature.txt': 'a feature\n' });
+    const base = f.repo.sha('main');
+    let stopped: Promise<unknown> | null = null;
+    const append = a.events.events.append.bind(a.events.events);
+    a.events.events.append = async (streamId, expected, batch) => {
+      const result = await append(streamId, expected, batch);
+      const decided = batch.some((event) => event.type === 'step' && (event.data as { step?: unknown; kind?: unknown }).step === 'decision' && (event.data as { kind?: unknown }).kind === 'merge');
+      if (stopped === null && decided) {
+        stopped = (async () => {
+          const comment = await f.forge.commentAs(id, '/proofgate stop', MAINTAINER);
+          return new AutomergeRouter(b.jobs, { restartOnEvents: false }).handleComment(id, comment);
+        })();
+        await stopped;
+      }
+      return result;
+    };
+    const { done } = await automergeBy(f, a, id);
+    const result = await within(done, "A's job ends");
+    expect(stopped).not.toBeNull();
+    expect(result).toMatchObject({ kind: 'ran', outcome: { kind: 'stopped' } });
+    expect(a.writes).not.toContain('merge');
+    expect(a.steps).not.toContain('merge-attempt');
+    expect(f.repo.sha('main')).toBe(base);
+    const status = statusComments((await f.forge.snapshot(id)).comments);
+    expect(status).toHaveLength(1);
+    expect(status[0]?.body).toContain(`stopped by ${MAINTAINER}`);
   });
 });
 

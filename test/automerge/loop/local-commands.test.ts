@@ -116,6 +116,8 @@ describe('commands on the local forge', () => {
     expect(replies[0]?.body).toContain('automerge is off: automerge was never requested');
     expect(replies[0]?.body).toContain('/proofgate automerge');
     await f.command(id, '/proofgate stop');
+    const stopReply = (await f.forge.snapshot(id)).comments.filter((c) => c.author === 'proofgate').at(-1);
+    expect(stopReply?.body).toContain('automerge was never requested for this change; `/proofgate stop` does nothing.');
     // The change's author may only ask for a re-review: a status from them is ignored (no reply).
     const fromAuthor = await f.command(id, '/proofgate status', 'Casey Contributor');
     expect(fromAuthor.refused).toHaveLength(1);

@@ -209,7 +209,7 @@ describe('baseResultsMissing', () => {
     draft: false,
     base: { ref: 'main', sha: BASE },
     head: { ref: 'f', sha: HEAD },
-    author: { login: 'a', permission: 'read' },
+    author: { login: 'a' },
     mergeable: 'MERGEABLE',
     mergeStateStatus: 'BLOCKED',
     labels: [],
@@ -268,9 +268,11 @@ describe('policyFromConfig', () => {
 
 describe('labelPlan', () => {
   it.each([
-    ['requested', [], [LABELS.automerge], []],
+    ['review', [], [LABELS.automerge], []],
+    ['repair', ['Proofgate:Automerge', LABELS.humanReview], [], [LABELS.humanReview]],
     ['merge', [LABELS.automerge, LABELS.humanReview], [LABELS.mergeReady], [LABELS.humanReview]],
     ['block', [LABELS.automerge, LABELS.mergeReady], [LABELS.humanReview], [LABELS.mergeReady]],
+    ['block', [], [LABELS.automerge, LABELS.humanReview], []],
     ['wait', [LABELS.automerge, LABELS.mergeReady], [], [LABELS.mergeReady]],
     ['merged', [LABELS.automerge, LABELS.mergeReady, 'bug'], [], [LABELS.automerge, LABELS.mergeReady]],
     ['stop', ['bug'], [], []],

@@ -222,7 +222,7 @@ describe('what a finished route of the other commands redoes', () => {
     expect((await replies(f, id)).filter((c) => c.body.includes('is not a proofgate command'))).toHaveLength(1);
   });
 
-  it('a stop whose stopped status could not be written is written by the next delivery, while automerge stays off', async () => {
+  it('a stop on a change automerge never ran on, whose reply could not be written, is answered once by the next delivery; no status comment', async () => {
     const f = (fixture = await loopFixture());
     const id = await f.openChange('feature', { 'feature.txt': 'a feature\n' });
     failCreateOnce(f);
@@ -230,9 +230,14 @@ describe('what a finished route of the other commands redoes', () => {
     await failedRoute(f, id, comment);
     const retried = await route(f, id, comment);
     expect(retried.resumed.map((c) => c.kind)).toEqual(['stop']);
-    const status = (await f.forge.snapshot(id)).comments.filter((c) => c.author === 'proofgate' && c.body.includes('"kind":"automerge-status"'));
-    expect(status).toHaveLength(1);
-    expect(status[0]?.body).toContain(`stopped by ${MAINTAINER}`);
+    expect(retried.dispatch).toBeNull();
+    const own = (await f.forge.snapshot(id)).comments.filter((c) => c.author === 'proofgate');
+    expect(own.filter((c) => c.body.includes('"kind":"automerge-status"'))).toEqual([]);
+    expect(own.map((c) => c.body.split('\n')[0])).toEqual([
+      `proofgate (asked by ${MAINTAINER}): automerge was never requested for this change; \`/proofgate stop\` does nothing.`,
+    ]);
+    await route(f, id, comment);
+    expect((await f.forge.snapshot(id)).comments.filter((c) => c.author === 'proofgate')).toHaveLength(1);
   });
 
   it('a stop cut short is not shown when a later automerge has turned automerge on again', async () => {

@@ -47,7 +47,7 @@ describe('branch protection and forks in the GitHub snapshot', () => {
     expect(snap.requiredChecks).toEqual(['build', 'security']);
     expect(snap.crossRepository).toBe(false);
     expect(countRequests(h.server, 'graphql')).toBe(1);
-    expect(h.server.requests).toHaveLength(2);
+    expect(h.server.requests).toHaveLength(1);
     expect((await h.forge.snapshot(String(fork.number))).crossRepository).toBe(true);
   });
 

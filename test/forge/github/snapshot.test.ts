@@ -101,7 +101,7 @@ describe('GitHub snapshot over the test server', () => {
       draft: false,
       base: { ref: 'main', sha: model.baseSha(pr.number) },
       head: { ref: pr.headRef, sha: head },
-      author: { login: 'dana', permission: 'maintain' },
+      author: { login: 'dana' },
       mergeable: 'MERGEABLE',
       mergeStateStatus: 'CLEAN',
       reviewDecision: null,
@@ -147,8 +147,11 @@ describe('GitHub snapshot over the test server', () => {
       ['dana', 'User', '/proofgate automerge'],
       ['helper[bot]', 'Bot', 'a bot speaks'],
     ]);
+    // One request: the author's permission is not asked (a snapshot does not carry it), and the default branch comes with it.
     expect(countRequests(h.server, 'graphql')).toBe(1);
-    expect(countRequests(h.server, 'repos/get-collaborator-permission-level')).toBe(1);
+    expect(countRequests(h.server, 'repos/get-collaborator-permission-level')).toBe(0);
+    expect(await h.forge.trustedBranch()).toBe('main');
+    expect(countRequests(h.server, 'repos/get')).toBe(0);
   });
 
   it('reads the review decision the base asks for', async () => {
@@ -169,11 +172,9 @@ describe('GitHub snapshot over the test server', () => {
     const mergeSha = model.squashMerge(merged.number);
 
     const d = await h.forge.snapshot(String(draft.number));
-    expect(d).toMatchObject({ draft: true, mergeStateStatus: 'BLOCKED', author: { login: 'erin', permission: 'none' } });
+    expect(d).toMatchObject({ draft: true, mergeStateStatus: 'BLOCKED', author: { login: 'erin' } });
     const m = await h.forge.snapshot(String(merged.number));
-    expect(m).toMatchObject({ state: 'merged', mergeCommitSha: mergeSha, author: { login: 'renovate[bot]', permission: 'none' } });
-    // A bot author's permission is not looked up.
-    expect(countRequests(h.server, 'repos/get-collaborator-permission-level')).toBe(1);
+    expect(m).toMatchObject({ state: 'merged', mergeCommitSha: mergeSha, author: { login: 'renovate[bot]' } });
   });
 
   it('takes one GraphQL request for 100 checks and 100 comments', async () => {
@@ -187,7 +188,7 @@ describe('GitHub snapshot over the test server', () => {
     expect(snap.checks).toHaveLength(100);
     expect(snap.comments).toHaveLength(100);
     expect(countRequests(h.server, 'graphql')).toBe(1);
-    expect(h.server.requests).toHaveLength(2);
+    expect(h.server.requests).toHaveLength(1);
   });
 
   it('pages on past 100 checks or comments and keeps their order', async () => {

@@ -53,7 +53,7 @@ function snapshotOf(id: string, base: string, head: string, headRef = 'feature')
     reviewDecision: null,
     base: { ref: 'main', sha: base },
     head: { ref: headRef, sha: head },
-    author: { login: 'casey', permission: 'write' },
+    author: { login: 'casey' },
     mergeable: 'MERGEABLE',
     mergeStateStatus: 'CLEAN',
     labels: [],

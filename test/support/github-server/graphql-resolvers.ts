@@ -2,7 +2,7 @@
  * GraphQL resolvers over the repository model: the part of GitHub's schema
  * proofgate's snapshot query reads (repository.pullRequest with commits,
  * statusCheckRollup contexts, labels, comments, isCrossRepository and the
- * base ref's branch protection rule), with GitHub's spelling (upper-case
+ * base ref's branch protection rule; the repository's default branch), with GitHub's spelling (upper-case
  * enums, bot logins without `[bot]`) and connection rules (first/last from 1
  * to 100, opaque cursors).
  */
@@ -25,6 +25,7 @@ function repository(model: RepositoryModel, baseUrl: string): Resolved {
   return {
     __typename: 'Repository',
     name: model.repo,
+    defaultBranchRef: model.branches.has(model.defaultBranch) ? { __typename: 'Ref', name: model.defaultBranch } : null,
     pullRequest: (args: Args, path: readonly string[]) => {
       const pr = model.pulls.get(Number(args.number));
       if (pr === undefined) {

@@ -177,8 +177,20 @@ interface RankedMatch extends SecretMatch {
   readonly rank: number;
 }
 
+/**
+ * Every entry at once, case-insensitively, matched once: a superset of what
+ * the entries match (an expression matches no less without case), so text it
+ * does not match holds nothing to find, and the entries need not run one by
+ * one. Most text proofgate stores or prints holds no secret, and one pass of
+ * this is over thirty times cheaper than thirteen (measured on GitHub's
+ * webhook examples). No entry uses a back-reference or a named group, which
+ * joining them would renumber.
+ */
+const ANY_ENTRY = new RegExp(SECRET_CATALOGUE.map((entry) => `(?:${entry.pattern.source})`).join('|'), 'i');
+
 function scan(text: string, reviewOnly: boolean): RankedMatch[] {
   const out: RankedMatch[] = [];
+  if (!ANY_ENTRY.test(text)) return out;
   SECRET_CATALOGUE.forEach((entry, rank) => {
     if (reviewOnly && !entry.review) return;
     entry.pattern.lastIndex = 0; // matchAll starts where a caller's exec or test left the shared expression
@@ -199,6 +211,7 @@ export function findSecrets(text: string, options: { readonly reviewOnly?: boole
 
 /** The id of the first catalogue entry the text matches, or undefined. */
 export function firstSecretKind(text: string): string | undefined {
+  if (!ANY_ENTRY.test(text)) return undefined;
   for (const entry of SECRET_CATALOGUE) {
     entry.pattern.lastIndex = 0;
     const found = entry.pattern.test(text);

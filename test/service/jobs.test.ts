@@ -500,7 +500,7 @@ function conformance(lifecycle: Lifecycle): void {
     expect(other.of('started')).toHaveLength(1);
   });
 
-  it("tells a handler whether it still holds its job: a worker paused past the retake delay learns, once continued, that its job went to another", async () => {
+  it('tells a handler whether it still holds its job: a worker paused past the retake delay learns, once continued, that its job went to another', async () => {
     const queue = await open();
     const child = new Child(backend, 'pause');
     await child.line(/^ready$/, 'the child runner started');

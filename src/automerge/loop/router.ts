@@ -589,7 +589,11 @@ export class AutomergeRouter {
         if (resumed && automergeActive(state)) return;
         // A loop decides `stop` at once and shows it (a loop running elsewhere reads the stop at its next step).
         if (state.automerge !== null) start();
-        else await reply(() => `proofgate (asked by ${escapeText(comment.author)}): automerge was never requested for this change; \`${escapeText(command.source)}\` does nothing.`);
+        else
+          await reply(
+            () =>
+              `proofgate (asked by ${escapeText(comment.author)}): automerge was never requested for this change; \`${escapeText(command.source)}\` does nothing.`,
+          );
         return;
       }
       case 'review':

@@ -319,7 +319,8 @@ export async function startGitHubService(options: GitHubServiceOptions): Promise
     return {
       serial: true,
       fence: async () => {
-        if (!(await job.held())) throw new ProofgateError('LEASE_LOST', `job ${job.id} (${job.key}) was taken from this worker: it stops here`, { job: job.id });
+        if (!(await job.held()))
+          throw new ProofgateError('LEASE_LOST', `job ${job.id} (${job.key}) was taken from this worker: it stops here`, { job: job.id });
       },
     };
   }

@@ -327,7 +327,12 @@ describe('a stop recorded between the merge decision and the merge attempt', () 
     const append = a.events.events.append.bind(a.events.events);
     a.events.events.append = async (streamId, expected, batch) => {
       const result = await append(streamId, expected, batch);
-      const decided = batch.some((event) => event.type === 'step' && (event.data as { step?: unknown; kind?: unknown }).step === 'decision' && (event.data as { kind?: unknown }).kind === 'merge');
+      const decided = batch.some(
+        (event) =>
+          event.type === 'step' &&
+          (event.data as { step?: unknown; kind?: unknown }).step === 'decision' &&
+          (event.data as { kind?: unknown }).kind === 'merge',
+      );
       if (stopped === null && decided) {
         stopped = (async () => {
           const comment = await f.forge.commentAs(id, '/proofgate stop', MAINTAINER);

@@ -159,7 +159,8 @@ function normalize(value: unknown, stack: object[]): unknown {
     }
     result = copy ?? object;
   } else {
-    if (!isPlainObject(object)) throw new NeedsSlowPath();
+    // JSON.stringify would drop a symbol-keyed member silently: the careful serializer refuses it.
+    if (!isPlainObject(object) || Object.getOwnPropertySymbols(object).length > 0) throw new NeedsSlowPath();
     const record = object as Record<string, unknown>;
     const keys = Object.keys(record);
     let sorted = true;

@@ -54,6 +54,8 @@ describe('canonicalJson (RFC 8785)', () => {
     ['lone low surrogate key', { '\udc00': 1 }],
     ['Date', new Date(0)],
     ['symbol', Symbol('x')],
+    ['symbol key', { [Symbol('x')]: 1, a: 1 }],
+    ['symbol key, nested', { a: { [Symbol('x')]: 1 } }],
     // eslint-disable-next-line no-sparse-arrays
     ['array hole', [1, , 3]],
   ])('refuses %s with NON_JSON_VALUE', (_name, value) => {

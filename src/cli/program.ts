@@ -6,6 +6,7 @@ import { registerChangeCommands } from './commands/change.js';
 import { registerChecksCommands } from './commands/checks.js';
 import { registerConfigCommands } from './commands/config.js';
 import { registerDemoCommands } from './commands/demo.js';
+import { registerEvidenceCommands } from './commands/evidence.js';
 import { registerGitHubCommands } from './commands/github.js';
 import { registerReviewCommands } from './commands/review.js';
 import { registerRunsCommands } from './commands/runs.js';
@@ -50,6 +51,7 @@ export function buildProgram(): Command {
   registerChecksCommands(program);
   registerConfigCommands(program);
   registerDemoCommands(program);
+  registerEvidenceCommands(program);
   registerGitHubCommands(program);
   registerReviewCommands(program);
   registerRunsCommands(program);

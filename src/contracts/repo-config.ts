@@ -103,6 +103,195 @@ export const automergeConfigSchema = z
   })
   .strict();
 
+/**
+ * The `proof:` section: behavioural scenarios a reviewer may ask to run
+ * during its review turn (see src/proof/), the one ceiling all of a review's
+ * proof plans share, and the part of the review's budget kept for its final
+ * decision.
+ */
+
+/** The ceiling every proof plan of one review shares, from its first request, when the config does not say. */
+export const DEFAULT_PROOF_CEILING_SECONDS = 1200;
+/** The part of the review's budget kept for its final decision, when the config does not say. */
+export const DEFAULT_PROOF_RESERVE_SECONDS = 90;
+/** The longest ceiling a config may set: one day. */
+export const MAX_PROOF_CEILING_SECONDS = 86_400;
+/** The largest reserve a config may set: one hour. */
+export const MAX_PROOF_RESERVE_SECONDS = 3600;
+/** The most scenarios one config may list. */
+export const MAX_PROOF_SCENARIOS = 32;
+/** Evidence limits: what a scenario gets when it does not say, and the most it may ask for. */
+export const DEFAULT_EVIDENCE_MAX_BYTES = 64 * 1024 * 1024;
+export const MAX_EVIDENCE_BYTES = 1024 * 1024 * 1024;
+export const DEFAULT_EVIDENCE_MAX_ENTRIES = 256;
+export const MAX_EVIDENCE_ENTRIES = 10_000;
+/** The most files a scenario may require in its evidence. */
+export const MAX_REQUIRED_EVIDENCE_FILES = 256;
+/** The bundle's own index: always present, never an observation. */
+export const EVIDENCE_MANIFEST_NAME = 'manifest.json';
+
+/**
+ * A scenario id: a lowercase slug of at most 48 characters (letters, digits,
+ * `_`, `-`; no dots or slashes), so it is safe as a file name, in a tool name
+ * (`proof_<id>` stays within the 64 characters tool-calling APIs allow) and
+ * in the `@proofgate proof` command.
+ */
+export const PROOF_SCENARIO_ID = /^[a-z0-9][a-z0-9_-]{0,47}$/;
+
+/** An integer in [min, max]; a missing one is reported as required (the formatter's wording). */
+const boundedInt = (min: number, max: number, what: string) =>
+  z
+    .number({ error: (issue) => (issue.input === undefined ? undefined : `expected ${what}`) })
+    .int({ error: `expected ${what}` })
+    .min(min, { error: `expected ${what}` })
+    .max(max, { error: `expected ${what}` });
+
+/**
+ * Whether `name` is a branch name git would take (the rules of
+ * `git check-ref-format` that matter for a name written in a config):
+ * no `..`, `@{`, control characters, spaces or `~^:?*[\`, no component
+ * starting with `.` or ending with `.lock`, no leading `-` or `/`, no
+ * trailing `/` or `.`, no `//`.
+ */
+export function isBranchName(name: string): boolean {
+  if (name.length === 0 || name.length > 255 || name === '@') return false;
+  // eslint-disable-next-line no-control-regex
+  if (/[\u0000-\u0020\u007f~^:?*[\\]/.test(name) || name.includes('..') || name.includes('@{') || name.includes('//')) return false;
+  if (name.startsWith('-') || name.startsWith('/') || name.endsWith('/') || name.endsWith('.')) return false;
+  return name.split('/').every((part) => !part.startsWith('.') && !part.endsWith('.lock'));
+}
+
+/**
+ * Whether `path` is a safe relative file name inside an evidence bundle:
+ * `/`-separated, normalized (no empty, `.` or `..` component), no leading
+ * `/`, no backslash, drive letter, NUL or other control character.
+ */
+export function isSafeEvidencePath(path: string): boolean {
+  if (path.length === 0 || path.length > 255) return false;
+  // eslint-disable-next-line no-control-regex
+  if (/[\u0000-\u001f\u007f\\]/.test(path) || /^[A-Za-z]:/.test(path)) return false;
+  return path.split('/').every((part) => part !== '' && part !== '.' && part !== '..');
+}
+
+const argvEntry = z
+  .string()
+  .min(1)
+  .max(4096)
+  .refine((arg) => !arg.includes('\0'), 'must not hold a NUL character');
+
+/** A local producer: a program from the trusted base, run jailed on an export of the exact head; it reads the plan and writes observations. */
+export const localProofProducerSchema = z
+  .object({
+    kind: z.literal('local'),
+    command: z.array(argvEntry).min(1).max(64),
+  })
+  .strict();
+
+/** A GitHub producer: a workflow on a protected branch, dispatched with the plan digest; its artifact is the evidence bundle. */
+export const githubWorkflowProofProducerSchema = z
+  .object({
+    kind: z.literal('github-workflow'),
+    workflow: z.string().regex(/^\.github\/workflows\/[A-Za-z0-9_.-]+\.ya?ml$/, 'expected a file .github/workflows/<name>.yml'),
+    /** The branch the workflow runs from (default: the trusted branch); it must be a protected branch. */
+    ref: z.string().refine(isBranchName, 'expected a branch name').optional(),
+    artifact: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/, 'expected an artifact name: letters, digits, . _ - (at most 100)'),
+  })
+  .strict();
+
+export const proofProducerSchema = z.discriminatedUnion('kind', [localProofProducerSchema, githubWorkflowProofProducerSchema], {
+  error: 'expected kind local or github-workflow',
+});
+
+/** What a scenario's evidence bundle must hold, and how large it may be. */
+export const proofEvidenceSchema = z
+  .object({
+    /** Observation files the bundle must hold (relative paths; `manifest.json` is always there and is not listed). */
+    requiredFiles: z
+      .array(
+        z
+          .string()
+          .refine(isSafeEvidencePath, 'expected a relative path without . or .. parts, backslashes or control characters')
+          .refine((path) => path.toLowerCase() !== EVIDENCE_MANIFEST_NAME, `${EVIDENCE_MANIFEST_NAME} is the bundle's index, not an observation`),
+      )
+      .max(MAX_REQUIRED_EVIDENCE_FILES)
+      .default([]),
+    /** The most bytes the bundle may expand to. */
+    maxBytes: boundedInt(1, MAX_EVIDENCE_BYTES, `an integer from 1 to ${MAX_EVIDENCE_BYTES}`).default(DEFAULT_EVIDENCE_MAX_BYTES),
+    /** The most entries the bundle may hold, the manifest included. */
+    maxEntries: boundedInt(1, MAX_EVIDENCE_ENTRIES, `an integer from 1 to ${MAX_EVIDENCE_ENTRIES}`).default(DEFAULT_EVIDENCE_MAX_ENTRIES),
+  })
+  .strict()
+  .superRefine((evidence, context) => {
+    const seen = new Set<string>();
+    evidence.requiredFiles.forEach((path, index) => {
+      // Bundles refuse names that differ only by case, so required names must not either.
+      const key = path.toLowerCase();
+      if (seen.has(key))
+        context.addIssue({ code: 'custom', path: ['requiredFiles', index], message: `duplicate file "${path}" (names compare case-insensitively)` });
+      seen.add(key);
+    });
+    if (evidence.requiredFiles.length + 1 > evidence.maxEntries) {
+      context.addIssue({ code: 'custom', path: ['maxEntries'], message: `expected room for the manifest and ${evidence.requiredFiles.length} required files` });
+    }
+  });
+
+export const proofScenarioSchema = z
+  .object({
+    id: z.string().regex(PROOF_SCENARIO_ID, 'expected a scenario id: lowercase letters, digits, _ -, at most 48 characters'),
+    /** What the scenario exercises: shown to the reviewer with its tool. */
+    description: z.string().trim().min(1).max(1000),
+    producer: proofProducerSchema,
+    /** The longest one plan of this scenario may run; at most `ceilingSeconds`. */
+    timeoutSeconds: boundedInt(1, MAX_PROOF_CEILING_SECONDS, `an integer from 1 to ${MAX_PROOF_CEILING_SECONDS}`),
+    evidence: proofEvidenceSchema.prefault({}),
+  })
+  .strict();
+
+export const proofConfigSchema = z
+  .object({
+    scenarios: z.array(proofScenarioSchema).max(MAX_PROOF_SCENARIOS).default([]),
+    /** One ceiling for all of a review's proof plans, starting at its first request. */
+    ceilingSeconds: boundedInt(1, MAX_PROOF_CEILING_SECONDS, `an integer from 1 to ${MAX_PROOF_CEILING_SECONDS}`).default(DEFAULT_PROOF_CEILING_SECONDS),
+    /** The part of the review's budget proof never spends: kept for the final decision. */
+    reserveSeconds: boundedInt(0, MAX_PROOF_RESERVE_SECONDS, `an integer from 0 to ${MAX_PROOF_RESERVE_SECONDS}`).default(DEFAULT_PROOF_RESERVE_SECONDS),
+  })
+  .strict()
+  .superRefine((proof, context) => {
+    const ids = new Set<string>();
+    proof.scenarios.forEach((scenario, index) => {
+      if (ids.has(scenario.id)) context.addIssue({ code: 'custom', path: ['scenarios', index, 'id'], message: `duplicate scenario id "${scenario.id}"` });
+      ids.add(scenario.id);
+      if (scenario.timeoutSeconds > proof.ceilingSeconds) {
+        context.addIssue({
+          code: 'custom',
+          path: ['scenarios', index, 'timeoutSeconds'],
+          message: `${scenario.timeoutSeconds} is more than proof.ceilingSeconds (${proof.ceilingSeconds})`,
+        });
+      }
+    });
+  });
+
+export type ProofProducerConfig = z.infer<typeof proofProducerSchema>;
+export type ProofEvidenceConfig = z.infer<typeof proofEvidenceSchema>;
+export type ProofScenarioConfig = z.infer<typeof proofScenarioSchema>;
+export type ProofConfig = z.infer<typeof proofConfigSchema>;
+
+/** The proof rule that spans sections: the reserve must leave the review's own budget (when set) some time for proof. */
+function checkProofAgainstReview(
+  config: { readonly proof?: ProofConfig | undefined; readonly review?: { readonly budgetSeconds?: number | undefined } | undefined },
+  context: z.core.$RefinementCtx,
+): void {
+  const budget = config.review?.budgetSeconds;
+  if (config.proof === undefined || budget === undefined || config.proof.scenarios.length === 0) return;
+  if (config.proof.reserveSeconds >= budget) {
+    context.addIssue({
+      code: 'custom',
+      path: ['proof', 'reserveSeconds'],
+      message: `${config.proof.reserveSeconds} leaves no time for proof within review.budgetSeconds (${budget})`,
+    });
+  }
+}
+
 export const repoConfigSchema = z
   .object({
     checks: z.array(repoCheckSchema).default([]),
@@ -128,6 +317,8 @@ export const repoConfigSchema = z
     protectedBranches: z.array(z.string().min(1).max(255)).min(1).optional(),
     review: reviewConfigSchema.optional(),
     automerge: automergeConfigSchema.optional(),
+    /** Behavioural proof a reviewer may ask for (src/proof/): scenarios, the shared ceiling and the reserve. */
+    proof: proofConfigSchema.optional(),
     /** How code proofgate did not write runs: `jail` (bubblewrap) or `none` (plainly; every result says so). */
     sandbox: z.enum(['jail', 'none']).default('jail'),
     /** A directory jobs share for package caches: absolute, never inside .git or proofgate's data dir (checked at use). */
@@ -155,6 +346,7 @@ export const repoConfigSchema = z
       }
       logins.add(login.toLowerCase());
     });
+    checkProofAgainstReview(config, context);
   });
 
 export type RepoCheck = z.infer<typeof repoCheckSchema>;

@@ -43,6 +43,7 @@ export const ERROR_CODES = [
   'DATA_DIR',
   'DUPLICATE_DELIVERY',
   'LEASE_LOST',
+  'EVIDENCE_INVALID',
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];

@@ -18,8 +18,8 @@ export const FLAG_UTF8 = 0x0800;
 const UNSAFE_CHARS = /(?![\u200c\u200d])[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}]/u;
 /** Characters Windows cannot store in a name (`:` also names a drive or an alternate data stream). */
 const NOT_PORTABLE = /[<>:"|?*]/;
-/** Names Windows treats as devices, with or without an extension. */
-const WINDOWS_DEVICE = /^(con|prn|aux|nul|com[0-9\u00b9\u00b2\u00b3]|lpt[0-9\u00b9\u00b2\u00b3])(\.|$)/i;
+/** Names Windows treats as devices (the console's CONIN$ and CONOUT$ included), with or without an extension. */
+const WINDOWS_DEVICE = /^(con|conin\$|conout\$|prn|aux|nul|com[0-9\u00b9\u00b2\u00b3]|lpt[0-9\u00b9\u00b2\u00b3])(\.|$)/i;
 
 const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
@@ -28,9 +28,21 @@ const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
  * a relative path of `/`-separated segments, already in the form a reader
  * would write: no empty, `.` or `..` segment, no leading `/`, no backslash, no
  * drive letter or `:`, no control or invisible character, no segment that
- * Windows would change (a trailing dot or space) or treat as a device.
+ * Windows would change (a trailing dot or space) or treat as a device. Its
+ * compatibility form (NFKC, which folds fullwidth `．．／` into `../`, as
+ * Windows' best-fit mapping may when a name passes through an ANSI API) is
+ * held to the same rules.
  */
 export function entryNameProblem(name: string): string | null {
+  const problem = plainNameProblem(name);
+  if (problem !== null) return problem;
+  const compatible = name.normalize('NFKC');
+  if (compatible === name) return null;
+  const folded = plainNameProblem(compatible);
+  return folded === null ? null : `has a compatibility form (NFKC) that ${folded}`;
+}
+
+function plainNameProblem(name: string): string | null {
   if (name === '') return 'is empty';
   if (Buffer.byteLength(name) > MAX_NAME_BYTES) return `is longer than ${MAX_NAME_BYTES} bytes`;
   if (name.includes('\0')) return 'contains NUL';
@@ -51,11 +63,43 @@ export function entryNameProblem(name: string): string | null {
 
 /**
  * The form two names share when a file system could take them for the same
- * file: Unicode NFC, then case folded (upper, then lower case, so `ß`/`ss`
- * and the Kelvin sign/`k` meet too).
+ * file: the compatibility form (NFKC, so fullwidth and other look-alike forms
+ * meet their plain ones), case folded fully (lower, upper, then lower case
+ * again, so `ẞ`, `ß` and `ss` meet, and the Kelvin sign and `k`; the Turkish
+ * dotless `ı` meets `i` too, stricter than Unicode's folding), in NFKC again.
  */
 export function nameKey(name: string): string {
-  return name.normalize('NFC').toUpperCase().toLowerCase().normalize('NFC');
+  return name.normalize('NFKC').toLowerCase().toUpperCase().toLowerCase().normalize('NFKC');
+}
+
+/**
+ * The names of one bundle, kept by `nameKey`: a name is refused when it is
+ * already there by its key, or when it is a file where another name has a
+ * folder, or the other way round (`chat` and `Chat/more.json`), which no file
+ * system can hold both of. `add` returns the earlier name it conflicts with,
+ * and how, or null after keeping it.
+ */
+export class NameKeys {
+  private readonly files = new Map<string, string>();
+  private readonly folders = new Map<string, string>();
+
+  add(name: string): { readonly earlier: string; readonly how: 'same' | 'file-folder' } | null {
+    const key = nameKey(name);
+    const same = this.files.get(key);
+    if (same !== undefined) return { earlier: same, how: 'same' };
+    const folder = this.folders.get(key);
+    if (folder !== undefined) return { earlier: folder, how: 'file-folder' };
+    const prefixes: string[] = [];
+    for (let slash = key.indexOf('/'); slash !== -1; slash = key.indexOf('/', slash + 1)) {
+      const prefix = key.slice(0, slash);
+      const file = this.files.get(prefix);
+      if (file !== undefined) return { earlier: file, how: 'file-folder' };
+      prefixes.push(prefix);
+    }
+    this.files.set(key, name);
+    for (const prefix of prefixes) if (!this.folders.has(prefix)) this.folders.set(prefix, name);
+    return null;
+  }
 }
 
 /**

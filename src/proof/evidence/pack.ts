@@ -6,7 +6,7 @@ import yazl from 'yazl';
 import { ProofgateError, canonicalJson, errorMessage, isProofgateError, isSha256Digest, randomHex, sha256Digest, type Sha256Digest } from '../../core/index.js';
 import { resolveEvidenceLimits, type EvidenceLimits } from './limits.js';
 import { EVIDENCE_MANIFEST_SCHEMA, SCENARIO_ID_PATTERN, type EvidenceManifest, type EvidenceObservation } from './manifest.js';
-import { MANIFEST_NAME, MAX_NAME_BYTES, entryNameProblem, nameKey } from './names.js';
+import { MANIFEST_NAME, MAX_NAME_BYTES, NameKeys, entryNameProblem } from './names.js';
 import { evidenceError, quoteName } from './reasons.js';
 
 /** What `packEvidenceBundle` packs, and where it writes the bundle. */
@@ -74,7 +74,7 @@ interface Found {
  * the same inputs always give the same bytes. Symbolic links and special
  * files anywhere under `dir` are refused (`SYMLINK`, `SPECIAL_FILE`), never
  * followed; so are names a bundle may not hold (`UNSAFE_PATH`), two names one
- * file system could confuse (`DUPLICATE_ENTRY`), and more files or bytes than
+ * file system could confuse, a file and a folder by one name (`DUPLICATE_ENTRY`), and more files or bytes than
  * the limits allow. `dir` must not change while it is packed.
  */
 export async function packEvidenceBundle(options: PackEvidenceOptions): Promise<PackedBundle> {
@@ -142,7 +142,8 @@ function checkSubject(options: PackEvidenceOptions): void {
  */
 async function listFiles(dir: string, limits: EvidenceLimits): Promise<Found[]> {
   const files: Found[] = [];
-  const keys = new Map<string, string>([[nameKey(MANIFEST_NAME), MANIFEST_NAME]]);
+  const keys = new NameKeys();
+  keys.add(MANIFEST_NAME);
   let directories = 0;
   const pending: Array<{ readonly path: Buffer; readonly prefix: string }> = [{ path: Buffer.from(dir), prefix: '' }];
   for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
@@ -170,12 +171,11 @@ async function listFiles(dir: string, limits: EvidenceLimits): Promise<Found[]> 
       if (!stats.isFile()) throw evidenceError('SPECIAL_FILE', `${quoteName(name)} is not a regular file; a bundle holds regular files only`);
       const problem = entryNameProblem(name);
       if (problem !== null) throw evidenceError('UNSAFE_PATH', `${quoteName(name)} ${problem}`);
-      const key = nameKey(name);
-      const earlier = keys.get(key);
-      if (earlier !== undefined) {
-        throw evidenceError('DUPLICATE_ENTRY', `${quoteName(name)} and ${quoteName(earlier)} differ only in case or Unicode form`);
+      const conflict = keys.add(name);
+      if (conflict !== null) {
+        const how = conflict.how === 'same' ? 'differ only in case or Unicode form' : 'name one path as a file and as a folder';
+        throw evidenceError('DUPLICATE_ENTRY', `${quoteName(name)} and ${quoteName(conflict.earlier)} ${how}`);
       }
-      keys.set(key, name);
       files.push({ name, path, stats });
       if (files.length > limits.maxEntries - 1) throw evidenceError('ENTRY_LIMIT', `the directory holds more than ${limits.maxEntries - 1} files`);
     }

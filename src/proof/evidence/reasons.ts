@@ -28,13 +28,31 @@ export const EVIDENCE_REASONS = [
 
 export type EvidenceReason = (typeof EVIDENCE_REASONS)[number];
 
-/** Line breaks and other controls, which a one-line message shows as `\u{..}` escapes. */
-const BREAKS = /[\p{Cc}\p{Zl}\p{Zp}]/gu;
+/**
+ * Characters a one-line message shows as `\u{..}` escapes: controls and line
+ * breaks, every invisible format character (bidi overrides and isolates, zero
+ * width characters, a byte order mark) and lone surrogates.
+ */
+const ESCAPED = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}]/u;
 
-/** A refusal: code `EVIDENCE_INVALID`, `details.reason`, message `<REASON>: <what>` on one line. */
+/** Longest refusal message, in characters (reason and escapes included); a longer one is cut with `…`. */
+export const MAX_MESSAGE_CHARS = 1000;
+
+/** `text` on one line, with every character of `ESCAPED` escaped, cut to `max` characters with `…`. */
+export function escapeText(text: string, max: number): string {
+  let out = '';
+  // Each character gives at least one character out, so no more than `max` of them are looked at.
+  for (const char of text.length > max ? text.slice(0, max + 1) : text) {
+    const piece = ESCAPED.test(char) ? `\\u{${(char.codePointAt(0) ?? 0).toString(16)}}` : char;
+    if (out.length + piece.length > max) return `${out}…`;
+    out += piece;
+  }
+  return out;
+}
+
+/** A refusal: code `EVIDENCE_INVALID`, `details.reason`, message `<REASON>: <what>` on one line, escaped and bounded. */
 export function evidenceError(reason: EvidenceReason, message: string, details: Record<string, unknown> = {}): ProofgateError {
-  const line = message.replace(BREAKS, (char) => `\\u{${(char.codePointAt(0) ?? 0).toString(16)}}`);
-  return new ProofgateError('EVIDENCE_INVALID', `${reason}: ${line}`, { ...details, reason });
+  return new ProofgateError('EVIDENCE_INVALID', escapeText(`${reason}: ${message}`, MAX_MESSAGE_CHARS), { ...details, reason });
 }
 
 /** The reason of an evidence refusal, or null for any other value. */
@@ -44,7 +62,12 @@ export function evidenceReason(error: unknown): EvidenceReason | null {
   return typeof reason === 'string' && (EVIDENCE_REASONS as readonly string[]).includes(reason) ? (reason as EvidenceReason) : null;
 }
 
-/** An archive-supplied name inside a message: JSON-quoted (one line) and cut to a readable length. */
+/** Longest name, in characters, that a message quotes in full. */
+const MAX_QUOTED_CHARS = 200;
+
+/** An archive-supplied name inside a message: JSON-quoted, cut to a readable length, every invisible character escaped. */
 export function quoteName(name: string): string {
-  return JSON.stringify(name.length > 200 ? `${name.slice(0, 200)}…` : name);
+  const cut = name.length > MAX_QUOTED_CHARS ? `${name.slice(0, MAX_QUOTED_CHARS)}…` : name;
+  // JSON.stringify escapes quotes, backslashes and controls; what it leaves raw (bidi controls, U+2028) is escaped after it.
+  return escapeText(JSON.stringify(cut), Number.POSITIVE_INFINITY);
 }

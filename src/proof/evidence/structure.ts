@@ -29,19 +29,24 @@ export const METHOD_DEFLATE = 8;
 
 const EXTRA_ZIP64 = 0x0001;
 const EXTRA_UNICODE_PATH = 0x7075;
+/** An extra field's header: its id and the length of its data, two bytes each. */
+const EXTRA_HEADER = 4;
+/** A Unicode path field's data before the name it repeats: a version byte and the CRC-32 of the raw name. */
+const UNICODE_PATH_PREFIX = 5;
 /**
  * Extra fields a bundle may carry, with the most data each can need:
  * timestamps (Info-ZIP `UT`: flags and three times; NTFS: one fixed record),
  * Unix owner (`ux`: version and two ids of up to 8 bytes), and a Unicode path
- * that repeats the name (checked on its own). A longer field could only be
- * hiding bytes.
+ * that repeats the name (checked on its own, its length follows the name's).
+ * A longer field could only be hiding bytes.
  */
 const ACCEPTED_EXTRA: ReadonlyMap<number, number> = new Map([
   [0x5455, 13],
   [0x000a, 32],
   [0x7875, 19],
-  [EXTRA_UNICODE_PATH, Number.POSITIVE_INFINITY],
 ]);
+/** The most extra field bytes a header can need: each accepted kind once, at its longest, without the Unicode path field. */
+const FIXED_EXTRA_BYTES = [...ACCEPTED_EXTRA.values()].reduce((sum, longest) => sum + EXTRA_HEADER + longest, 0);
 
 const S_IFMT = 0o170000;
 const S_IFREG = 0o100000;
@@ -103,8 +108,9 @@ export function readEndRecord(bytes: Buffer, maxEntries: number): EndRecord {
 
 /**
  * Check the central directory record of `entry`, which starts at `position`:
- * its signature is there and it starts on disk 0. Returns where the next
- * record starts.
+ * its signature is there, it starts on disk 0, it has no comment, and its
+ * extra fields are what bundles carry (`checkExtraFields`, on the record's own
+ * bytes). Returns where the next record starts.
  */
 export function checkCentralRecord(bytes: Buffer, position: number, entry: yauzl.Entry, name: string): number {
   const next = position + CENTRAL_FIXED_SIZE + entry.fileNameLength + entry.extraFieldLength + entry.fileCommentLength;
@@ -120,10 +126,17 @@ export function checkCentralRecord(bytes: Buffer, position: number, entry: yauzl
   }
   if (bytes.readUInt16LE(position + 34) !== 0) throw evidenceError('CORRUPT', `entry ${quoteName(name)} starts on another disk`);
   if (entry.fileCommentLength !== 0) throw evidenceError('CORRUPT', `entry ${quoteName(name)} has a file comment, which evidence bundles never carry`);
+  const extraStart = position + CENTRAL_FIXED_SIZE + entry.fileNameLength;
+  checkExtraFields(bytes.subarray(extraStart, extraStart + entry.extraFieldLength), entry.fileNameRaw, name, 'central');
   return next;
 }
 
-/** Flags and method: no encryption, no flag bit a bundle does not use, stored or deflate only (`UNSUPPORTED_METHOD`). */
+/**
+ * Flags and method: no encryption, no flag bit a bundle does not use, stored
+ * or deflate only, and no data descriptor after stored data, whose end a
+ * reader that scans local headers could only guess (and be shown a second,
+ * hidden entry inside it) (`UNSUPPORTED_METHOD`).
+ */
 export function checkMethod(flags: number, method: number, name: string): void {
   if ((flags & (FLAG_ENCRYPTED | FLAG_STRONG_ENCRYPTION)) !== 0) throw evidenceError('UNSUPPORTED_METHOD', `entry ${quoteName(name)} is encrypted`);
   if ((flags & ~ACCEPTED_FLAGS) !== 0) {
@@ -134,6 +147,9 @@ export function checkMethod(flags: number, method: number, name: string): void {
   }
   if (method !== METHOD_STORED && method !== METHOD_DEFLATE) {
     throw evidenceError('UNSUPPORTED_METHOD', `entry ${quoteName(name)} uses compression method ${method}; only stored (0) and deflate (8) are read`);
+  }
+  if (method === METHOD_STORED && (flags & FLAG_DESCRIPTOR) !== 0) {
+    throw evidenceError('UNSUPPORTED_METHOD', `entry ${quoteName(name)} is stored with a data descriptor (flag bit 3), which bundles never use`);
   }
 }
 
@@ -154,37 +170,49 @@ export function checkAttributes(attributes: number, name: string): void {
 }
 
 /**
- * Extra fields: only the accepted kinds (`CORRUPT` for ZIP64 or any other),
- * and a Unicode path field must repeat the raw name exactly, so that no reader
- * takes the entry for another file (`HEADER_MISMATCH`).
+ * An extra field area, read straight from a header's bytes, field by field:
+ * at most the bytes the accepted fields can need (checked before any field is
+ * read), each field whole (no bytes left over that are no field), each kind at
+ * most once, only the accepted kinds at no more than their longest (`CORRUPT`
+ * for ZIP64 or any other), and a Unicode path field that repeats the raw name
+ * exactly, so that no reader takes the entry for another file
+ * (`HEADER_MISMATCH`). Nothing of it is kept.
  */
-export function checkExtraFields(fields: readonly yauzl.ExtraField[], rawName: Buffer, name: string, where: 'central' | 'local'): void {
-  for (const field of fields) {
-    if (field.id === EXTRA_ZIP64) throw evidenceError('CORRUPT', `entry ${quoteName(name)} has a ZIP64 field in its ${where} header, which bundles never need`);
-    const id = `0x${field.id.toString(16).padStart(4, '0')}`;
-    const longest = ACCEPTED_EXTRA.get(field.id);
+export function checkExtraFields(extra: Buffer, rawName: Buffer, name: string, where: 'central' | 'local'): void {
+  const longestArea = FIXED_EXTRA_BYTES + EXTRA_HEADER + UNICODE_PATH_PREFIX + rawName.length;
+  if (extra.length > longestArea) {
+    throw evidenceError('CORRUPT', `entry ${quoteName(name)} has ${extra.length} bytes of extra fields in its ${where} header, more than bundles can need`);
+  }
+  const seen = new Set<number>();
+  for (let at = 0; at < extra.length;) {
+    if (at + EXTRA_HEADER > extra.length) {
+      throw evidenceError('CORRUPT', `entry ${quoteName(name)} has ${extra.length - at} bytes after the last extra field in its ${where} header`);
+    }
+    const fieldId = extra.readUInt16LE(at);
+    const dataStart = at + EXTRA_HEADER;
+    const dataEnd = dataStart + extra.readUInt16LE(at + 2);
+    if (dataEnd > extra.length) throw evidenceError('CORRUPT', `entry ${quoteName(name)} has a malformed extra field in its ${where} header`);
+    const data = extra.subarray(dataStart, dataEnd);
+    at = dataEnd;
+    const id = `0x${fieldId.toString(16).padStart(4, '0')}`;
+    if (fieldId === EXTRA_ZIP64) throw evidenceError('CORRUPT', `entry ${quoteName(name)} has a ZIP64 field in its ${where} header, which bundles never need`);
+    if (seen.has(fieldId)) throw evidenceError('CORRUPT', `entry ${quoteName(name)} has extra field ${id} twice in its ${where} header`);
+    seen.add(fieldId);
+    if (fieldId === EXTRA_UNICODE_PATH) {
+      const repeats =
+        data.length >= UNICODE_PATH_PREFIX && data[0] === 1 && data.readUInt32LE(1) === crc32(rawName) && data.subarray(UNICODE_PATH_PREFIX).equals(rawName);
+      if (!repeats) throw evidenceError('HEADER_MISMATCH', `entry ${quoteName(name)} has a Unicode path field in its ${where} header that names another file`);
+      continue;
+    }
+    const longest = ACCEPTED_EXTRA.get(fieldId);
     if (longest === undefined)
       throw evidenceError('CORRUPT', `entry ${quoteName(name)} has extra field ${id} in its ${where} header, which bundles do not carry`);
-    if (field.data.length > longest) {
+    if (data.length > longest) {
       throw evidenceError(
         'CORRUPT',
-        `entry ${quoteName(name)} has a ${field.data.length}-byte extra field ${id} in its ${where} header, longer than that field can need`,
+        `entry ${quoteName(name)} has a ${data.length}-byte extra field ${id} in its ${where} header, longer than that field can need`,
       );
     }
-    if (field.id === EXTRA_UNICODE_PATH) {
-      const data = field.data;
-      const repeats = data.length >= 5 && data[0] === 1 && data.readUInt32LE(1) === crc32(rawName) && data.subarray(5).equals(rawName);
-      if (!repeats) throw evidenceError('HEADER_MISMATCH', `entry ${quoteName(name)} has a Unicode path field in its ${where} header that names another file`);
-    }
-  }
-}
-
-/** Parse a local header's extra field bytes (`CORRUPT` when they do not parse). */
-export function parseLocalExtra(extra: Buffer, name: string): yauzl.ExtraField[] {
-  try {
-    return yauzl.parseExtraFields(extra);
-  } catch {
-    throw evidenceError('CORRUPT', `entry ${quoteName(name)} has a malformed extra field in its local header`);
   }
 }
 
@@ -235,7 +263,7 @@ export function checkLocalHeader(entry: yauzl.Entry, local: yauzl.LocalFileHeade
   if (!agrees(local.crc32, entry.crc32)) throw mismatch('CRC-32');
   if (!agrees(local.compressedSize, entry.compressedSize)) throw mismatch('compressed size');
   if (!agrees(local.uncompressedSize, entry.uncompressedSize)) throw mismatch('uncompressed size');
-  checkExtraFields(parseLocalExtra(local.extraField, name), entry.fileNameRaw, name, 'local');
+  checkExtraFields(local.extraField, entry.fileNameRaw, name, 'local');
 }
 
 /**

@@ -4,14 +4,13 @@ import yauzl from 'yauzl';
 import { ProofgateError, errorMessage, isProofgateError, sha256Digest, type Sha256Digest } from '../../core/index.js';
 import { resolveEvidenceLimits, type EvidenceLimits } from './limits.js';
 import { parseManifest, type EvidenceManifest, type EvidenceObservation } from './manifest.js';
-import { MANIFEST_NAME, decodeEntryName, nameKey } from './names.js';
+import { MANIFEST_NAME, NameKeys, decodeEntryName } from './names.js';
 import { evidenceError, quoteName } from './reasons.js';
 import { readEntryData, type EntryLocation } from './stream.js';
 import {
   checkAttributes,
   checkCentralRecord,
   checkCoverage,
-  checkExtraFields,
   checkLocalHeader,
   checkMethod,
   entrySpan,
@@ -102,6 +101,17 @@ export async function verifyEvidenceBundle(source: string | Uint8Array, expect: 
     }
   }
   await checkObservations(bytes, manifest.observations, byName);
+  const locations = new Map<string, EntryLocation>();
+  for (const { path } of manifest.observations) locations.set(path, (byName.get(path) as LocatedEntry).location);
+  return verifiedBundle(digest, bytes, manifest, locations);
+}
+
+/**
+ * The answer, built apart from the checks so that it holds only the archive's
+ * bytes, the manifest and where each observation lies: nothing else of what
+ * the headers held (yauzl's entries, their extra fields) stays referenced.
+ */
+function verifiedBundle(digest: Sha256Digest, bytes: Buffer, manifest: EvidenceManifest, locations: ReadonlyMap<string, EntryLocation>): VerifiedBundle {
   return {
     digest,
     archiveBytes: bytes.length,
@@ -110,12 +120,12 @@ export async function verifyEvidenceBundle(source: string | Uint8Array, expect: 
     async readObservation(path, options = {}) {
       const maxBytes = options.maxBytes ?? DEFAULT_READ_OBSERVATION_BYTES;
       const observation = manifest.observations.find((candidate) => candidate.path === path);
-      const found = byName.get(path);
-      if (observation === undefined || found === undefined) throw new ProofgateError('NOT_FOUND', `the bundle has no observation ${quoteName(path)}`);
+      const location = locations.get(path);
+      if (observation === undefined || location === undefined) throw new ProofgateError('NOT_FOUND', `the bundle has no observation ${quoteName(path)}`);
       if (observation.bytes > maxBytes) {
         throw new ProofgateError('INVALID_INPUT', `observation ${quoteName(path)} is ${observation.bytes} bytes, more than the ${maxBytes} asked for`);
       }
-      const data = await readEntryData(bytes, found.location, path, true);
+      const data = await readEntryData(bytes, location, path, true);
       if (data.sha256 !== observation.sha256) throw evidenceError('DIGEST_MISMATCH', `${quoteName(path)} no longer has ${observation.sha256}`);
       return data.kept as Buffer;
     },
@@ -232,7 +242,7 @@ function openZip(bytes: Buffer): Promise<yauzl.ZipFile> {
 async function readCentralDirectory(zip: yauzl.ZipFile, bytes: Buffer, end: EndRecord, limits: EvidenceLimits): Promise<CheckedEntry[]> {
   if (zip.entryCount !== end.entryCount) throw evidenceError('CORRUPT', 'the archive announces two different entry counts');
   const entries: CheckedEntry[] = [];
-  const keys = new Map<string, string>();
+  const keys = new NameKeys();
   let position = end.centralOffset;
   let declaredTotal = 0;
   const iterator = zip.eachEntry();
@@ -249,15 +259,17 @@ async function readCentralDirectory(zip: yauzl.ZipFile, bytes: Buffer, end: EndR
     if (entry.fileName !== name) throw evidenceError('HEADER_MISMATCH', `entry ${quoteName(name)} is read as ${quoteName(entry.fileName)}`);
     position = checkCentralRecord(bytes, position, entry, name);
     checkMethod(entry.generalPurposeBitFlag, entry.compressionMethod, name);
-    checkExtraFields(entry.extraFields, entry.fileNameRaw, name, 'central');
     checkAttributes(entry.externalFileAttributes, name);
-    const key = nameKey(name);
-    const earlier = keys.get(key);
-    if (earlier !== undefined) {
-      const how = earlier === name ? 'twice' : `and as ${quoteName(earlier)}, a name that differs only in case or Unicode form`;
+    const conflict = keys.add(name);
+    if (conflict !== null) {
+      const how =
+        conflict.how === 'file-folder'
+          ? `and ${quoteName(conflict.earlier)}: one names as a file what the other uses as a folder`
+          : conflict.earlier === name
+            ? 'twice'
+            : `and as ${quoteName(conflict.earlier)}, a name that differs only in case or Unicode form`;
       throw evidenceError('DUPLICATE_ENTRY', `the archive holds ${quoteName(name)} ${how}`);
     }
-    keys.set(key, name);
     checkDeclaredSize(entry, name, limits);
     declaredTotal += entry.uncompressedSize;
     if (declaredTotal > limits.maxTotalBytes) {

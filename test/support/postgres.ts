@@ -19,10 +19,10 @@ export function requirePostgresTestUrl(): string {
  * it is skipped with a one-line reason, except under CI=true, where a missing
  * URL is an error: CI must never silently skip the PostgreSQL run.
  */
-export function describePostgres(name: string, fn: (url: string) => void): void {
+export function describePostgres(name: string, fn: (url: string) => void, options: { readonly timeout?: number } = {}): void {
   const url = postgresTestUrl();
   if (url !== undefined) {
-    describe(name, () => fn(url));
+    describe(name, options, () => fn(url));
     return;
   }
   if (process.env.CI === 'true') {

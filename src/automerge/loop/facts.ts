@@ -26,6 +26,9 @@ export type ChangeFacts =
 /** Live bindings by `<base sha>|<head sha>`: they depend on nothing else (the config is read at the base sha). */
 export type FactsCache = Map<string, ChangeFacts>;
 
+/** Pairs of shas a cache keeps (oldest dropped first): a change has few live heads at a time. */
+const MAX_CACHED_FACTS = 16;
+
 /** Read (or take from `cache`) the live bindings of the change and the trusted paths it touches under `config`. */
 export async function readChangeFacts(env: AutomergeEnvironment, snapshot: ChangeSnapshot, config: RepoConfig, cache?: FactsCache): Promise<ChangeFacts> {
   const key = `${snapshot.base.sha}|${snapshot.head.sha}`;
@@ -40,6 +43,7 @@ export async function readChangeFacts(env: AutomergeEnvironment, snapshot: Chang
     facts = { ok: false, problem: errorMessage(error) };
   }
   cache?.set(key, facts);
+  if (cache !== undefined && cache.size > MAX_CACHED_FACTS) cache.delete(cache.keys().next().value as string);
   return facts;
 }
 

@@ -18,6 +18,7 @@
  */
 import { hostname } from 'node:os';
 import { ProofgateError, isProofgateError, newId, systemClock, type Clock } from '../../core/index.js';
+import type { FactsCache } from './facts.js';
 import { fencedForge } from './fence.js';
 import { runAutomergeLoop, type LoopOutcome, type ManualCommand } from './loop.js';
 import { recoverInterrupted } from './recover.js';
@@ -98,6 +99,8 @@ export class ChangeJobs {
   readonly #park: boolean;
   readonly #renewalClock: Clock;
   readonly #fenced = new Map<string, FencedJob>();
+  /** Each change's live facts across its runs (`LoopOptions.facts`), for as many changes as fenced views. */
+  readonly #facts = new Map<string, FactsCache>();
   #taking = true;
 
   constructor(env: AutomergeEnvironment, options: ChangeJobsOptions = {}) {
@@ -191,6 +194,15 @@ export class ChangeJobs {
     return fenced;
   }
 
+  /** The change's facts cache (least recently used changes dropped first). */
+  #factsOf(changeId: string): FactsCache {
+    const facts = this.#facts.get(changeId) ?? new Map();
+    this.#facts.delete(changeId);
+    this.#facts.set(changeId, facts);
+    if (this.#facts.size > MAX_FENCED_CHANGES) this.#facts.delete(this.#facts.keys().next().value as string);
+    return facts;
+  }
+
   /** The job learned it lost its lease: remember who holds it now and abort what it runs. */
   #lose(job: JobState, holder: Lease | null, changeId: string): void {
     if (job.lost !== null) return;
@@ -252,6 +264,7 @@ export class ChangeJobs {
           rerunChecks,
           background: (work) => this.#keep(work),
           park: this.#park,
+          facts: this.#factsOf(changeId),
         });
         rounds += 1;
       } while (

@@ -73,6 +73,13 @@ export interface LoopOptions {
    * poll (the local CLI, `serve --repo`).
    */
   readonly park?: boolean;
+  /**
+   * The change's live facts kept from earlier runs (by base and head sha,
+   * which they depend on alone): a parked change's next run does not read
+   * git again for the head it read last time. Facts that could not be read
+   * are forgotten when a run starts (they are kept within a run only).
+   */
+  readonly facts?: FactsCache;
 }
 
 /** Facts of a change that is no longer open (nothing is read: the decision is a stop). */
@@ -85,7 +92,8 @@ export async function runAutomergeLoop(env: AutomergeEnvironment, changeId: stri
   const reader = new IterationReader(env, changeId, progress);
   const checks = new LoopCheckRuns(env, changeId, progress, options.rerunChecks);
   const presenter = new DecisionPresenter(env, writer, changeId, progress);
-  const factsCache: FactsCache = new Map();
+  const factsCache: FactsCache = options.facts ?? new Map();
+  for (const [key, facts] of factsCache) if (!facts.ok) factsCache.delete(key);
   const read = (): Promise<Iteration> => reader.read((snapshot) => writer.refresh(snapshot));
   let window: WaitWindow | null = null;
   let ended: LoopOutcomeKind | null = null;

@@ -15,33 +15,27 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { isProofgateError } from '../../src/core/index.js';
 import { evidenceReason, packEvidenceBundle, verifyEvidenceBundle, type EvidenceExpectation, type EvidenceReason } from '../../src/proof/index.js';
 import { runCliAsync } from '../cli/helpers.js';
+import { FILES, PLAN, SCENARIO, bundle, entriesFor, manifestFor, streamingNames } from './evidence-zips.js';
 import {
-  FILES,
   FLAG_DESCRIPTOR,
   FLAG_ENCRYPTED,
   FLAG_STRONG,
   FLAG_UTF8,
   HEAD,
   MADE_BY_DOS,
-  PLAN,
-  SCENARIO,
-  bundle,
-  descriptor,
+  dataDescriptor,
   endRecord,
-  entriesFor,
   extraField,
+  forgeZip,
   localHeader,
-  manifestFor,
   sha256,
   storedBlock,
-  streamingNames,
-  unicodePath,
-  unixMode,
-  writeZip,
+  unicodePathField,
+  unixAttributes,
   zip64Field,
-  type Entry,
-  type File,
-} from './evidence-zips.js';
+  type BundleFile,
+  type ForgeEntry,
+} from '../proof/zip-forge.js';
 
 const MiB = 1024 * 1024;
 const scratch = mkdtempSync(join(tmpdir(), 'pg-evidence-attacks-'));
@@ -89,7 +83,7 @@ function bundleNamed(name: string | Buffer, flags = FLAG_UTF8): Buffer {
   const listed = typeof name === 'string' ? name : name.toString('utf8');
   return bundle(
     (entries) => {
-      const entry = entries[1] as Entry;
+      const entry = entries[1] as ForgeEntry;
       entry.name = name;
       entry.flags = flags;
     },
@@ -106,8 +100,8 @@ function bundleOf(...names: string[]): Buffer {
 }
 
 /** The second entry of the default bundle, edited. */
-function editSecond(edit: (entry: Entry) => void): Buffer {
-  return bundle((entries) => edit(entries[1] as Entry));
+function editSecond(edit: (entry: ForgeEntry) => void): Buffer {
+  return bundle((entries) => edit(entries[1] as ForgeEntry));
 }
 
 describe('local header against central directory', () => {
@@ -119,7 +113,7 @@ describe('local header against central directory', () => {
   });
 
   const data = Buffer.from(FILES[0]?.data as string);
-  const cases: Array<[string, (entry: Entry) => void]> = [
+  const cases: Array<[string, (entry: ForgeEntry) => void]> = [
     ['name (other file)', (e) => (e.local = { name: 'evil.json' })],
     ['name (same bytes, other case)', (e) => (e.local = { name: 'CHAT.json' })],
     ['name (traversal only locally)', (e) => (e.local = { name: '../chat.json' })],
@@ -144,7 +138,7 @@ describe('local header against central directory', () => {
   it("a central record that points at no local header, or at another entry's local header, is refused", async () => {
     expect(await outcome(editSecond((e) => (e.localOffset = 7)))).not.toBe('ACCEPTED');
     const pointingIntoCentral = bundle((entries) => {
-      const last = entries[3] as Entry;
+      const last = entries[3] as ForgeEntry;
       last.omitLocal = true;
     });
     // Record 3 points at offset 0 (the manifest's local header): the manifest's bytes are claimed twice.
@@ -156,7 +150,7 @@ describe('local header against central directory', () => {
 });
 
 describe('flags, methods, encryption', () => {
-  const cases: Array<[string, (entry: Entry) => void, EvidenceReason]> = [
+  const cases: Array<[string, (entry: ForgeEntry) => void, EvidenceReason]> = [
     ['encryption bit 0 in both headers', (e) => (e.flags = FLAG_UTF8 | FLAG_ENCRYPTED), 'UNSUPPORTED_METHOD'],
     ['strong encryption bit 6', (e) => (e.flags = FLAG_UTF8 | FLAG_STRONG | FLAG_ENCRYPTED), 'UNSUPPORTED_METHOD'],
     ['masked local header bit 13', (e) => (e.flags = FLAG_UTF8 | 0x2000), 'UNSUPPORTED_METHOD'],
@@ -194,7 +188,7 @@ describe('data descriptors', () => {
       const bytes = editSecond((e) => {
         e.flags = FLAG_UTF8 | FLAG_DESCRIPTOR;
         e.local = zeroLocal;
-        e.descriptor = descriptor(crc32(data), compressed.length, data.length, signed);
+        e.descriptor = dataDescriptor(crc32(data), compressed.length, data.length, signed);
       });
       expect(await outcome(bytes)).toBe('ACCEPTED');
     }
@@ -207,8 +201,8 @@ describe('data descriptors', () => {
         e.local = flags & FLAG_DESCRIPTOR ? zeroLocal : {};
         if (bytes) e.descriptor = bytes;
       });
-    expect(await outcome(withDescriptor(descriptor(crc32(data), compressed.length, data.length + 1)))).toBe('HEADER_MISMATCH');
-    expect(await outcome(withDescriptor(descriptor(crc32(data) ^ 1, compressed.length, data.length, false)))).toBe('HEADER_MISMATCH');
+    expect(await outcome(withDescriptor(dataDescriptor(crc32(data), compressed.length, data.length + 1)))).toBe('HEADER_MISMATCH');
+    expect(await outcome(withDescriptor(dataDescriptor(crc32(data) ^ 1, compressed.length, data.length, false)))).toBe('HEADER_MISMATCH');
     expect(await outcome(withDescriptor(undefined))).not.toBe('ACCEPTED');
     const zip64Descriptor = Buffer.alloc(24);
     zip64Descriptor.writeUInt32LE(0x08074b50, 0);
@@ -216,7 +210,7 @@ describe('data descriptors', () => {
     zip64Descriptor.writeBigUInt64LE(BigInt(compressed.length), 8);
     zip64Descriptor.writeBigUInt64LE(BigInt(data.length), 16);
     expect(await outcome(withDescriptor(zip64Descriptor))).not.toBe('ACCEPTED');
-    expect(await outcome(withDescriptor(descriptor(crc32(data), compressed.length, data.length), FLAG_UTF8))).toBe('CORRUPT');
+    expect(await outcome(withDescriptor(dataDescriptor(crc32(data), compressed.length, data.length), FLAG_UTF8))).toBe('CORRUPT');
   });
 
   /**
@@ -228,15 +222,15 @@ describe('data descriptors', () => {
   function smuggled(): { archive: Buffer; real: Buffer } {
     const part = Buffer.from('{"reply":"hello"}');
     const evil = Buffer.from('{"reply":"a different answer"}');
-    const evilEntry: Entry = { name: 'evil.json', data: evil, method: 0 };
-    const real = Buffer.concat([part, descriptor(crc32(part), part.length, part.length), localHeader(evilEntry), evil]);
-    const files: File[] = [{ path: 'chat.json', data: real }];
+    const evilEntry: ForgeEntry = { name: 'evil.json', data: evil, method: 0 };
+    const real = Buffer.concat([part, dataDescriptor(crc32(part), part.length, part.length), localHeader(evilEntry), evil]);
+    const files: BundleFile[] = [{ path: 'chat.json', data: real }];
     const archive = bundle((entries) => {
-      const entry = entries[1] as Entry;
+      const entry = entries[1] as ForgeEntry;
       entry.method = 0;
       entry.flags = FLAG_UTF8 | FLAG_DESCRIPTOR;
       entry.local = zeroLocal;
-      entry.descriptor = descriptor(crc32(real), real.length, real.length);
+      entry.descriptor = dataDescriptor(crc32(real), real.length, real.length);
     }, files);
     return { archive, real };
   }
@@ -316,7 +310,7 @@ describe('ZIP64, end record, central directory placement', () => {
     const copy = plain.subarray(centralOffset, centralOffset + centralSize);
     const entries = entriesFor(FILES);
     entries.push({ name: 'padding.bin', data: copy, method: 0 });
-    const archive = writeZip(entries);
+    const archive = forgeZip(entries);
     const realCentral = archive.readUInt32LE(archive.length - 6);
     const copyAt = archive.indexOf(copy);
     expect(copyAt).toBeGreaterThan(0);
@@ -335,8 +329,8 @@ describe('ZIP64, end record, central directory placement', () => {
     expect(await outcome(intoCentral)).not.toBe('ACCEPTED');
     const shared = bundle(
       (entries) => {
-        (entries[2] as Entry).sameLocalAs = 1;
-        (entries[2] as Entry).data = entries[1]?.data as string;
+        (entries[2] as ForgeEntry).sameLocalAs = 1;
+        (entries[2] as ForgeEntry).data = entries[1]?.data as string;
       },
       [
         { path: 'a.json', data: 'same' },
@@ -371,7 +365,7 @@ describe('deflate streams', () => {
   function withData(data: Buffer, fileData: Buffer, declared = data.length): Buffer {
     return bundle(
       (entries) => {
-        const entry = entries[1] as Entry;
+        const entry = entries[1] as ForgeEntry;
         entry.fileData = fileData;
         entry.uncompressedSize = declared;
       },
@@ -413,7 +407,7 @@ describe('deflate streams', () => {
   });
 
   it('a CRC-32 that does not match its data is refused even when the sha256 in the manifest does', async () => {
-    const bytes = bundle((entries) => ((entries[1] as Entry).crc32 = crc32(FILES[0]?.data as string) ^ 0x80));
+    const bytes = bundle((entries) => ((entries[1] as ForgeEntry).crc32 = crc32(FILES[0]?.data as string) ^ 0x80));
     expect(await outcome(bytes)).toBe('CRC_MISMATCH');
   });
 });
@@ -431,7 +425,7 @@ describe('limits and resource use', () => {
   });
 
   it('1000 tiny entries verify, 1001 are refused', async () => {
-    const files = (count: number): File[] => Array.from({ length: count }, (_, index) => ({ path: `o/${index}`, data: String(index) }));
+    const files = (count: number): BundleFile[] => Array.from({ length: count }, (_, index) => ({ path: `o/${index}`, data: String(index) }));
     expect(await outcome(bundle(undefined, files(999)))).toBe('ACCEPTED');
     expect(await outcome(bundle(undefined, files(1000)))).toBe('ENTRY_LIMIT');
   });
@@ -441,7 +435,7 @@ describe('limits and resource use', () => {
     const huge = (declared: number) =>
       bundle(
         (entries) => {
-          const entry = entries[1] as Entry;
+          const entry = entries[1] as ForgeEntry;
           entry.fileData = kernel;
           entry.uncompressedSize = declared;
         },
@@ -454,7 +448,7 @@ describe('limits and resource use', () => {
 
   it('a manifest that declares more than the manifest cap is refused before it is inflated', async () => {
     const bytes = bundle((entries) => {
-      const manifest = entries[0] as Entry;
+      const manifest = entries[0] as ForgeEntry;
       manifest.uncompressedSize = 2 * MiB;
       manifest.fileData = deflateRawSync(Buffer.alloc(2 * MiB, 0x20));
     });
@@ -463,7 +457,7 @@ describe('limits and resource use', () => {
 
   it('a manifest that declares a small size and inflates to a large one stops one byte past it', async () => {
     const bytes = bundle((entries) => {
-      const manifest = entries[0] as Entry;
+      const manifest = entries[0] as ForgeEntry;
       manifest.uncompressedSize = 100;
       manifest.fileData = deflateRawSync(Buffer.alloc(64 * MiB, 0x20));
     });
@@ -560,7 +554,7 @@ describe('entry names', () => {
   it('a Unicode path field that renames an entry (to another name, a traversal, an absolute path) is refused', async () => {
     const named = (target: string, where: 'central' | 'local') =>
       editSecond((e) => {
-        const field = unicodePath(e.name, target);
+        const field = unicodePathField(e.name, target);
         if (where === 'central') e.extra = field;
         else e.local = { extra: field };
       });
@@ -570,7 +564,7 @@ describe('entry names', () => {
       expect(await outcome(named('/etc/evil', where))).not.toBe('ACCEPTED');
     }
     // One that repeats the name exactly is fine.
-    expect(await outcome(editSecond((e) => (e.extra = unicodePath(e.name, e.name as string))))).toBe('ACCEPTED');
+    expect(await outcome(editSecond((e) => (e.extra = unicodePathField(e.name, e.name as string))))).toBe('ACCEPTED');
   });
 
   const duplicates: Array<[string, string, string]> = [
@@ -630,16 +624,16 @@ describe('entry names', () => {
 });
 
 describe('attributes', () => {
-  const cases: Array<[string, Partial<Entry>, EvidenceReason]> = [
-    ['a Unix symlink', { externalAttributes: unixMode(0o120777) }, 'SYMLINK'],
-    ['a symlink mode on an archive that claims to come from DOS', { externalAttributes: unixMode(0o120777), versionMadeBy: MADE_BY_DOS }, 'SYMLINK'],
+  const cases: Array<[string, Partial<ForgeEntry>, EvidenceReason]> = [
+    ['a Unix symlink', { externalAttributes: unixAttributes(0o120777) }, 'SYMLINK'],
+    ['a symlink mode on an archive that claims to come from DOS', { externalAttributes: unixAttributes(0o120777), versionMadeBy: MADE_BY_DOS }, 'SYMLINK'],
     ['a Windows reparse point', { externalAttributes: 0x400, versionMadeBy: MADE_BY_DOS }, 'SYMLINK'],
-    ['a Unix directory', { externalAttributes: unixMode(0o040755) }, 'SPECIAL_FILE'],
+    ['a Unix directory', { externalAttributes: unixAttributes(0o040755) }, 'SPECIAL_FILE'],
     ['a DOS directory', { externalAttributes: 0x10, versionMadeBy: MADE_BY_DOS }, 'SPECIAL_FILE'],
-    ['a FIFO', { externalAttributes: unixMode(0o010644) }, 'SPECIAL_FILE'],
-    ['a block device', { externalAttributes: unixMode(0o060644) }, 'SPECIAL_FILE'],
-    ['a socket', { externalAttributes: unixMode(0o140644) }, 'SPECIAL_FILE'],
-    ['an undefined file type', { externalAttributes: unixMode(0o170644) }, 'SPECIAL_FILE'],
+    ['a FIFO', { externalAttributes: unixAttributes(0o010644) }, 'SPECIAL_FILE'],
+    ['a block device', { externalAttributes: unixAttributes(0o060644) }, 'SPECIAL_FILE'],
+    ['a socket', { externalAttributes: unixAttributes(0o140644) }, 'SPECIAL_FILE'],
+    ['an undefined file type', { externalAttributes: unixAttributes(0o170644) }, 'SPECIAL_FILE'],
     ['a DOS volume label', { externalAttributes: 0x08, versionMadeBy: MADE_BY_DOS }, 'SPECIAL_FILE'],
   ];
   for (const [what, fields, reason] of cases) {
@@ -650,10 +644,10 @@ describe('attributes', () => {
 });
 
 describe('manifest.json', () => {
-  const file: File = { path: 'chat.json', data: 'hello' };
+  const file: BundleFile = { path: 'chat.json', data: 'hello' };
   const text = JSON.stringify(manifestFor([file]));
   const withText = (manifest: string | Buffer) =>
-    writeZip([
+    forgeZip([
       { name: 'manifest.json', data: manifest },
       { name: file.path, data: file.data },
     ]);
@@ -661,7 +655,7 @@ describe('manifest.json', () => {
   it('a manifest at another case only, or missing, is refused', async () => {
     expect(
       await outcome(
-        writeZip([
+        forgeZip([
           { name: 'Manifest.json', data: text },
           { name: file.path, data: file.data },
         ]),
@@ -669,7 +663,7 @@ describe('manifest.json', () => {
     ).toBe('MANIFEST_INVALID');
     expect(
       await outcome(
-        writeZip([
+        forgeZip([
           { name: 'sub/manifest.json', data: text },
           { name: file.path, data: file.data },
         ]),
@@ -728,7 +722,7 @@ describe('manifest.json', () => {
 
   it('listed paths: the same path twice (also by case or Unicode form), itself, unsafe ones', async () => {
     const listing = (paths: string[]) =>
-      writeZip([
+      forgeZip([
         {
           name: 'manifest.json',
           data: JSON.stringify(manifestFor([], { observations: paths.map((path) => ({ path, sha256: sha256(file.data), bytes: 5 })) })),
@@ -755,9 +749,9 @@ describe('manifest.json', () => {
   it('files against the manifest: unlisted, missing, another size, another digest', async () => {
     expect(await outcome(bundle((entries) => entries.push({ name: 'extra.json', data: '1' })))).toBe('UNLISTED_FILE');
     expect(await outcome(bundle((entries) => entries.pop()))).toBe('MISSING_FILE');
-    const other: File = { path: 'chat.json', data: 'HELLO' };
+    const other: BundleFile = { path: 'chat.json', data: 'HELLO' };
     const lying = (observation: Record<string, unknown>) =>
-      writeZip([
+      forgeZip([
         { name: 'manifest.json', data: JSON.stringify(manifestFor([], { observations: [observation] })) },
         { name: other.path, data: other.data },
       ]);
@@ -827,7 +821,7 @@ describe('refusal messages', () => {
 
 describe('the source: copied once, paths that are not archives', () => {
   it('bytes handed in are copied at the call: changing them afterwards changes nothing verified or read', async () => {
-    const stored = (entries: Entry[]) => entries.forEach((entry) => (entry.method = 0));
+    const stored = (entries: ForgeEntry[]) => entries.forEach((entry) => (entry.method = 0));
     const original = bundle(stored);
     const source = Buffer.from(original);
     const pending = verifyEvidenceBundle(source);

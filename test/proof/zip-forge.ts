@@ -8,10 +8,14 @@
 import { createHash } from 'node:crypto';
 import { crc32, deflateRawSync } from 'node:zlib';
 
-export const FLAG_UTF8 = 0x0800;
+export const FLAG_ENCRYPTED = 0x0001;
 export const FLAG_DESCRIPTOR = 0x0008;
+export const FLAG_STRONG = 0x0040;
+export const FLAG_UTF8 = 0x0800;
 /** Made by Unix, spec version 2.0. */
 export const MADE_BY_UNIX = (3 << 8) | 20;
+/** Made by MS-DOS (FAT), spec version 2.0. */
+export const MADE_BY_DOS = 20;
 
 /** External attributes of a Unix file of `mode` (type and permission bits). */
 export function unixAttributes(mode: number): number {
@@ -45,8 +49,11 @@ export interface ForgeEntry {
   versionMadeBy?: number;
   /** Default: a Unix regular file, mode 0644. */
   externalAttributes?: number;
+  /** Central extra field (and the local one, unless `local.extra`). */
   extra?: Buffer;
   comment?: Buffer;
+  /** The disk number the entry starts on. Default 0. */
+  diskStart?: number;
   /** Local header fields that differ from the central record's. */
   local?: LocalOverrides;
   /** Bytes written right after the file data (a data descriptor). */
@@ -62,6 +69,8 @@ export interface ForgeEntry {
 }
 
 export interface ForgeOptions {
+  /** Bytes before the first entry. */
+  prefix?: Buffer;
   /** Bytes after the last entry's data, before the central directory. */
   beforeCentral?: Buffer;
   /** Bytes after the central records, counted in the central directory's size. */
@@ -69,10 +78,20 @@ export interface ForgeOptions {
   /** Bytes after the end record (outside any structure). */
   trailing?: Buffer;
   comment?: Buffer;
-  /** Entry count written in the end record (both fields). */
+  /** The comment length field, whatever comment is written. */
+  commentLength?: number;
+  /** Entry count written in the end record (both fields, unless `entriesOnDisk`). */
   entryCount?: number;
+  /** The end record's count of entries on this disk. */
+  entriesOnDisk?: number;
+  /** The end record's disk number. */
+  disk?: number;
+  /** The end record's disk where the central directory starts. */
+  centralDisk?: number;
   centralOffset?: number;
   centralSize?: number;
+  /** Bytes between the central directory and the end record, outside the central size (a ZIP64 locator). */
+  beforeEnd?: Buffer;
 }
 
 function bytesOf(value: string | Buffer): Buffer {
@@ -98,7 +117,8 @@ function encode(entry: ForgeEntry): Encoded {
   };
 }
 
-function localHeader(entry: ForgeEntry, encoded: Encoded): Buffer {
+/** A local file header (signature to extra field) as `entry` describes it. */
+export function localHeader(entry: ForgeEntry, encoded: Encoded = encode(entry)): Buffer {
   const local = entry.local ?? {};
   const name = bytesOf(local.name ?? entry.name);
   const extra = local.extra ?? entry.extra ?? Buffer.alloc(0);
@@ -135,7 +155,7 @@ function centralRecord(entry: ForgeEntry, encoded: Encoded, offset: number): Buf
   record.writeUInt16LE(name.length, 28);
   record.writeUInt16LE(extra.length, 30);
   record.writeUInt16LE(comment.length, 32);
-  record.writeUInt16LE(0, 34);
+  record.writeUInt16LE(entry.diskStart ?? 0, 34);
   record.writeUInt16LE(0, 36);
   record.writeUInt32LE(entry.externalAttributes ?? unixAttributes(0o100644), 38);
   record.writeUInt32LE(offset, 42);
@@ -150,6 +170,7 @@ export function forgeZip(entries: readonly ForgeEntry[], options: ForgeOptions =
     parts.push(bytes);
     at += bytes.length;
   };
+  if (options.prefix) push(options.prefix);
   const encoded = entries.map(encode);
   const offsets: number[] = [];
   entries.forEach((entry, index) => {
@@ -169,20 +190,48 @@ export function forgeZip(entries: readonly ForgeEntry[], options: ForgeOptions =
   entries.forEach((entry, index) => push(centralRecord(entry, encoded[index] as Encoded, entry.localOffset ?? (offsets[index] as number))));
   if (options.centralTail) push(options.centralTail);
   const centralSize = at - centralOffset;
+  if (options.beforeEnd) push(options.beforeEnd);
   const comment = options.comment ?? Buffer.alloc(0);
-  const end = Buffer.alloc(22);
-  end.writeUInt32LE(0x06054b50, 0);
-  end.writeUInt16LE(0, 4);
-  end.writeUInt16LE(0, 6);
-  end.writeUInt16LE(options.entryCount ?? entries.length, 8);
-  end.writeUInt16LE(options.entryCount ?? entries.length, 10);
-  end.writeUInt32LE(options.centralSize ?? centralSize, 12);
-  end.writeUInt32LE(options.centralOffset ?? centralOffset, 16);
-  end.writeUInt16LE(comment.length, 20);
-  push(end);
+  const entryCount = options.entryCount ?? entries.length;
+  push(
+    endRecord({
+      disk: options.disk,
+      centralDisk: options.centralDisk,
+      entriesOnDisk: options.entriesOnDisk ?? entryCount,
+      entries: entryCount,
+      centralSize: options.centralSize ?? centralSize,
+      centralOffset: options.centralOffset ?? centralOffset,
+      commentLength: options.commentLength ?? comment.length,
+    }),
+  );
   push(comment);
   if (options.trailing) push(options.trailing);
   return Buffer.concat(parts);
+}
+
+export interface EndRecordFields {
+  disk?: number;
+  centralDisk?: number;
+  /** Entries on this disk; default `entries`. */
+  entriesOnDisk?: number;
+  entries?: number;
+  centralSize?: number;
+  centralOffset?: number;
+  commentLength?: number;
+}
+
+/** An end of central directory record (no comment) with the given fields; every field defaults to 0, as for an empty archive. */
+export function endRecord(fields: EndRecordFields = {}): Buffer {
+  const end = Buffer.alloc(22);
+  end.writeUInt32LE(0x06054b50, 0);
+  end.writeUInt16LE(fields.disk ?? 0, 4);
+  end.writeUInt16LE(fields.centralDisk ?? 0, 6);
+  end.writeUInt16LE(fields.entriesOnDisk ?? fields.entries ?? 0, 8);
+  end.writeUInt16LE(fields.entries ?? 0, 10);
+  end.writeUInt32LE(fields.centralSize ?? 0, 12);
+  end.writeUInt32LE(fields.centralOffset ?? 0, 16);
+  end.writeUInt16LE(fields.commentLength ?? 0, 20);
+  return end;
 }
 
 /** One extra field: id, length, data. */
@@ -201,6 +250,13 @@ export function unicodePathField(rawName: string | Buffer, unicodeName: string):
   return extraField(0x7075, Buffer.concat([data, Buffer.from(unicodeName, 'utf8')]));
 }
 
+/** A ZIP64 extended information field (0x0001) holding the given 8-byte values. */
+export function zip64Field(...values: number[]): Buffer {
+  const data = Buffer.alloc(values.length * 8);
+  values.forEach((value, index) => data.writeBigUInt64LE(BigInt(value), index * 8));
+  return extraField(0x0001, data);
+}
+
 /** A data descriptor (with its signature unless `signed` is false). */
 export function dataDescriptor(crc: number, compressedSize: number, uncompressedSize: number, signed = true): Buffer {
   const body = Buffer.alloc(12);
@@ -211,6 +267,15 @@ export function dataDescriptor(crc: number, compressedSize: number, uncompressed
   const signature = Buffer.alloc(4);
   signature.writeUInt32LE(0x08074b50, 0);
   return Buffer.concat([signature, body]);
+}
+
+/** One raw deflate stored block: BFINAL, LEN and NLEN as given (NLEN defaults to ~LEN). */
+export function storedBlock(data: Buffer, final: boolean, len = data.length, nlen = ~len & 0xffff): Buffer {
+  const head = Buffer.alloc(5);
+  head.writeUInt8(final ? 1 : 0, 0);
+  head.writeUInt16LE(len, 1);
+  head.writeUInt16LE(nlen, 3);
+  return Buffer.concat([head, data]);
 }
 
 export const HEAD = 'c0ffee'.padEnd(40, '0');
@@ -238,9 +303,13 @@ export function manifestOf(files: readonly BundleFile[], overrides: Record<strin
   };
 }
 
-/** The entries of a valid bundle: manifest.json, then each file; edit them to make an attack. */
+/**
+ * The entries of a valid bundle: manifest.json (`manifest` as JSON, or the
+ * text given), then each file; edit them to make an attack.
+ */
 export function bundleEntries(files: readonly BundleFile[], manifest: unknown = manifestOf(files)): ForgeEntry[] {
-  return [{ name: 'manifest.json', data: JSON.stringify(manifest) }, ...files.map((file) => ({ name: file.path, data: file.data }))];
+  const text = typeof manifest === 'string' ? manifest : JSON.stringify(manifest);
+  return [{ name: 'manifest.json', data: text }, ...files.map((file) => ({ name: file.path, data: file.data }))];
 }
 
 export const FILES: readonly BundleFile[] = [

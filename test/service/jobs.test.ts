@@ -482,6 +482,8 @@ function conformance(lifecycle: Lifecycle): void {
     await queue.add(spec('ours too', { queue: 'q2' }));
     await until(() => done.length === 2, 'both own jobs done');
     expect(done.toSorted()).toEqual(['ours', 'ours too']);
+    // A handler's end is written after it returns: wait for both own jobs to be completed, not just run.
+    await until(async () => (await queue.list()).every((job) => job.key === 'theirs'), 'both own jobs completed');
     expect((await queue.list()).map((job) => [job.key, job.lockedBy, job.attempts])).toEqual([['theirs', null, 0]]);
   });
 

@@ -109,7 +109,10 @@ const checksStep = <K extends string>(step: K) => z.strictObject({ step: z.liter
  *   should run again); the next run takes the window back from it, so its
  *   deadline holds across runs;
  * - `job-finished`: a job ended (its owner, the outcome kind, the reason, and
- *   for `parked` the time to run it again).
+ *   for `parked` the time to run it again);
+ * - `proof-admitted`: a `@proofgate proof` comment was admitted: the stored
+ *   decision (`proof-admission.v1`: the captured head and the scenario
+ *   allowlist), which a later edit of the comment cannot widen or retarget.
  */
 export const knownStepSchema = z.discriminatedUnion('step', [
   z.strictObject({
@@ -154,6 +157,21 @@ export const knownStepSchema = z.discriminatedUnion('step', [
     outcome: loopOutcomeKindSchema,
     reason: text,
     wakeAt: instant.optional(),
+  }),
+  z.strictObject({
+    step: z.literal('proof-admitted'),
+    at: time,
+    decision: z.strictObject({
+      schema: z.literal('proof-admission.v1'),
+      changeId: name,
+      commentId: name,
+      requestedBy: name,
+      headSha: sha,
+      selection: z.enum(['named', 'configured']),
+      allowlist: z.array(name),
+      command: z.strictObject({ scenarios: z.array(name), sha: sha.nullable() }),
+      admittedAt: time,
+    }),
   }),
 ]);
 

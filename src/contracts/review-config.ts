@@ -35,7 +35,7 @@ export const reviewLaneConfigSchema = z
   .object({
     id: z.string().regex(/^[a-z0-9][a-z0-9._-]*$/, 'lane id: lowercase letters, digits, . _ -'),
     family: z.string().min(1).optional(),
-    builtin: z.enum(['rules', 'tests']).optional(),
+    builtin: z.enum(['rules', 'tests', 'proof']).optional(),
     /** The reviewer program, resolved in the trusted base tree (its working directory), never in the head under review. */
     command: z.array(z.string().min(1)).min(1).optional(),
     /** Command lanes: outbound network for the program (default false: no network at all). */

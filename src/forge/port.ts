@@ -90,6 +90,8 @@ export interface ChangeSnapshot {
    * is a branch of this repository (the local forge).
    */
   readonly crossRepository?: boolean;
+  /** True when the conversation is locked (GitHub); unset: not locked (the local forge). */
+  readonly locked?: boolean;
 }
 
 /**

@@ -8,3 +8,7 @@ export * from './plan.js';
 export * from './admission.js';
 export * from './budget.js';
 export * from './evidence/index.js';
+export * from './session.js';
+export * from './producers/types.js';
+export { localProducer, type LocalProducerOptions } from './producers/local.js';
+export { githubWorkflowProducer, proofRunName, BUNDLE_ENTRY_NAME, type GitHubWorkflowProducerOptions } from './producers/github-workflow.js';

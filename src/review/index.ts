@@ -16,3 +16,4 @@ export * from './sandbox.js';
 export * from './validate.js';
 export { repositoryFingerprint } from './repo-state.js';
 export * from './run.js';
+export * from './tools/index.js';

@@ -6,6 +6,7 @@ import { adapterFor, transportFailure, type AdapterSet, type LaneRun, type LaneR
 import { attemptRecord, decideRetry, laneRetryPolicy, type AttemptFacts, type LaneAttempt, type LaneRetryPolicy } from './attempts.js';
 import { repositoryFingerprint } from './repo-state.js';
 import { checkBeforeDispatch, createLaneRequest, laneAttemptDir, type ReviewInputs } from './request.js';
+import type { LaneToolPort } from './tools/port.js';
 import { invalid, validateLaneResult, type LaneValidation } from './validate.js';
 
 /** What one lane produced and whether it counts. */
@@ -43,6 +44,8 @@ export interface RunLaneOptions {
   readonly policy?: LaneRetryPolicy;
   /** When the review started, in ms on `clock` (default: when the lane starts): the budget counts from here. */
   readonly startedAtMs?: number;
+  /** The review's tools (live proof): each dispatch asks it for the toolbox this lane run is offered. */
+  readonly tools?: LaneToolPort | null;
 }
 
 export interface LaneAttemptOptions extends RunLaneOptions {
@@ -96,7 +99,8 @@ async function dispatchLane(
   const requestFile = join(laneDir, 'request.json');
   await writeFile(requestFile, `${canonicalJson(request)}\n`);
   const contextId = attempt === 1 && options.contextId !== undefined ? options.contextId : newId('ctx');
-  const context = {
+  const toolbox = options.tools?.open({ laneId: spec.id, contextId, attempt }) ?? null;
+  const context: LaneRunContext = {
     request,
     lane: spec,
     contextId,
@@ -104,6 +108,7 @@ async function dispatchLane(
     review: options.review,
     trusted: options.trusted,
     env: options.env ?? process.env,
+    ...(toolbox === null ? {} : { tools: toolbox }),
   };
   await checkBeforeDispatch(request, contextId);
   const before = await repositoryFingerprint(options.repoDir, options.dataDir, inputs.refNames);

@@ -1,5 +1,6 @@
 import type { DiversityMode, ReviewLaneResultV1, ReviewRequestV1 } from '../contracts/index.js';
 import type { LaneAttempt } from './attempts.js';
+import type { LaneToolReceipt } from './tools/port.js';
 import type { LaneValidation } from './validate.js';
 
 /** One lane as the panel sees it: what it returned (or nothing) and whether that counts. */
@@ -95,8 +96,13 @@ function onAttempt(lane: PanelLane): string {
  * diversity mode decides: fresh-context needs one valid CONFIRMED from a
  * context other than the author's, multi-model also needs every lane
  * CONFIRMED and at least `minFamilies` distinct families.
+ *
+ * `receipts` are what the review's tools ran (live proof). Evidence that
+ * failed verification (`rejected`) holds the review on its own, whatever the
+ * lanes concluded from it; a verified or inconclusive receipt changes nothing
+ * here (the reviewer judged it), and proof never confirms anything itself.
  */
-export function judgePanel(request: PanelRequest, lanes: readonly PanelLane[], policy: PanelPolicy): PanelDecision {
+export function judgePanel(request: PanelRequest, lanes: readonly PanelLane[], policy: PanelPolicy, receipts: readonly LaneToolReceipt[] = []): PanelDecision {
   const mode: DiversityMode = request.diversity_mode;
   if (policy.expectedLanes.length === 0) return { verdict: 'HOLD', reasons: ['no reviewer lanes configured'] };
   const { confirmed, refuted, problems } = sortLanes(request, lanes, policy);
@@ -105,6 +111,10 @@ export function judgePanel(request: PanelRequest, lanes: readonly PanelLane[], p
       verdict: 'REFUTED',
       reasons: refuted.map((lane) => `lane ${lane.lane_id}: REFUTED with ${lane.result?.findings.length ?? 0} finding(s)${onAttempt(lane)}`),
     };
+  }
+  for (const receipt of receipts) {
+    if (receipt.status === 'rejected')
+      problems.push(`proof ${receipt.tool} (plan ${receipt.subject_digest}): evidence rejected (${receipt.reason ?? 'unverifiable'})`);
   }
   if (problems.length > 0) return { verdict: 'HOLD', reasons: problems };
   if (confirmed.length === 0) return { verdict: 'HOLD', reasons: ['no valid CONFIRMED from a fresh context'] };

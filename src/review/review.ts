@@ -11,6 +11,25 @@ import { resolveCommit } from './git.js';
 import { runLane, type LaneOutcome } from './lane.js';
 import { judgePanel, type PanelDecision, type PanelVerdict } from './panel.js';
 import { prepareReviewInputs, readReviewSubject, type ReviewInputs } from './request.js';
+import type { LaneToolPort, LaneToolReceipt } from './tools/port.js';
+
+/** What a review's tools are opened with: the review, its exact subject, the trusted tree and its time. */
+export interface ReviewToolContext {
+  readonly reviewId: string;
+  readonly reviewDir: string;
+  readonly repoDir: string;
+  readonly headSha: string;
+  readonly baseSha: string;
+  readonly trusted: TrustedTree;
+  /** The trusted config (the base's `.proofgate.yml`, parsed): where the proof scenarios are. */
+  readonly config: RepoConfig;
+  /** When the review started and how long it may take in all (ms): proof spends this budget. */
+  readonly startedAtMs: number;
+  readonly budgetMs: number;
+}
+
+/** Opens a review's tools once the review is prepared (null: no tools for this review). */
+export type ReviewToolsFactory = (review: ReviewToolContext) => LaneToolPort | null;
 
 export interface ReviewOptions {
   readonly repoDir: string;
@@ -28,6 +47,8 @@ export interface ReviewOptions {
   readonly clock?: Clock;
   /** Called after each lane (progress). */
   readonly onLane?: (outcome: LaneOutcome) => void;
+  /** The review's tools (live proof); every lane run is offered what the port opens for it. */
+  readonly tools?: ReviewToolsFactory;
 }
 
 /** A prepared review: trusted settings, bound inputs and the lanes to run. */
@@ -41,6 +62,8 @@ export interface PreparedReview {
   readonly inputs: ReviewInputs;
   /** The commit the config came from, whose tree supplies reviewer programs, and its jail policy. */
   readonly trustedTree: TrustedTree;
+  /** The whole trusted config the review section came from. */
+  readonly trustedConfig: RepoConfig;
 }
 
 export interface ReviewOutcome {
@@ -60,6 +83,8 @@ export interface ReviewOutcome {
   readonly verdict: PanelVerdict;
   readonly reasons: string[];
   readonly lanes: LaneOutcome[];
+  /** A receipt for every plan the review's tools ran: plan digest, bundle digest, how it ended. */
+  readonly proofs: readonly LaneToolReceipt[];
 }
 
 /** `<git common dir>/proofgate` of the repository: the same state directory the local forge uses. */
@@ -143,7 +168,17 @@ export async function prepareReview(options: ReviewOptions): Promise<PreparedRev
     ...(options.author === undefined ? {} : { author: options.author }),
   });
   const trustedTree = trustedTreeOf(baseSha, loaded.trusted);
-  return { reviewId, repoDir, dataDir, configSource: loaded.source, config: loaded.config, lanes: loaded.config.lanes.map(laneSpec), inputs, trustedTree };
+  return {
+    reviewId,
+    repoDir,
+    dataDir,
+    configSource: loaded.source,
+    config: loaded.config,
+    lanes: loaded.config.lanes.map(laneSpec),
+    inputs,
+    trustedTree,
+    trustedConfig: loaded.trusted,
+  };
 }
 
 /**
@@ -159,12 +194,47 @@ export async function whileReviewDiffExists<T>(prepared: PreparedReview, body: (
   }
 }
 
-/** Join lane outcomes with the panel and write `review.json` into the review directory. */
-export async function concludeReview(prepared: PreparedReview, lanes: LaneOutcome[]): Promise<ReviewOutcome> {
+/**
+ * Open the review's tools (if any) for a prepared review, run `body` with
+ * them, and close them whatever happened: nothing a tool started outlives
+ * the review.
+ */
+export async function withReviewTools<T>(
+  prepared: PreparedReview,
+  options: Pick<ReviewOptions, 'tools' | 'clock'>,
+  body: (tools: LaneToolPort | null, startedAtMs: number) => Promise<T>,
+): Promise<T> {
+  const startedAtMs = (options.clock ?? systemClock).now().getTime();
+  const tools =
+    options.tools?.({
+      reviewId: prepared.reviewId,
+      reviewDir: prepared.inputs.reviewDir,
+      repoDir: prepared.repoDir,
+      headSha: prepared.inputs.headSha,
+      baseSha: prepared.inputs.baseSha,
+      trusted: prepared.trustedTree,
+      config: prepared.trustedConfig,
+      startedAtMs,
+      budgetMs: laneRetryPolicy(prepared.config).budgetMs,
+    }) ?? null;
+  try {
+    return await body(tools, startedAtMs);
+  } finally {
+    tools?.close();
+  }
+}
+
+/** Join lane outcomes (and the receipts of what the review's tools ran) with the panel and write `review.json` into the review directory. */
+export async function concludeReview(prepared: PreparedReview, lanes: LaneOutcome[], proofs: readonly LaneToolReceipt[] = []): Promise<ReviewOutcome> {
   const { inputs } = prepared;
-  const decision: PanelDecision = judgePanel({ author: inputs.author, diversity_mode: inputs.mode }, lanes, {
-    expectedLanes: prepared.lanes.map((lane) => lane.id),
-  });
+  const decision: PanelDecision = judgePanel(
+    { author: inputs.author, diversity_mode: inputs.mode },
+    lanes,
+    {
+      expectedLanes: prepared.lanes.map((lane) => lane.id),
+    },
+    proofs,
+  );
   const outcome: ReviewOutcome = {
     review_id: prepared.reviewId,
     dir: inputs.reviewDir,
@@ -181,6 +251,7 @@ export async function concludeReview(prepared: PreparedReview, lanes: LaneOutcom
     verdict: decision.verdict,
     reasons: decision.reasons,
     lanes,
+    proofs,
   };
   await writeFile(join(inputs.reviewDir, 'review.json'), `${JSON.stringify(outcome, null, 2)}\n`);
   return outcome;
@@ -193,9 +264,12 @@ export async function runReview(options: ReviewOptions): Promise<ReviewOutcome> 
 }
 
 async function runPreparedReview(prepared: PreparedReview, options: ReviewOptions): Promise<ReviewOutcome> {
+  return withReviewTools(prepared, options, (tools, startedAtMs) => runLanesInTurn(prepared, options, tools, startedAtMs));
+}
+
+async function runLanesInTurn(prepared: PreparedReview, options: ReviewOptions, tools: LaneToolPort | null, startedAtMs: number): Promise<ReviewOutcome> {
   const adapters = { ...defaultAdapters(), ...options.adapters };
   const policy = laneRetryPolicy(prepared.config);
-  const startedAtMs = (options.clock ?? systemClock).now().getTime();
   const lanes: LaneOutcome[] = [];
   for (const spec of prepared.lanes) {
     const outcome = await runLane({
@@ -208,11 +282,13 @@ async function runPreparedReview(prepared: PreparedReview, options: ReviewOption
       adapters,
       policy,
       startedAtMs,
+      tools,
       ...(options.env === undefined ? {} : { env: options.env }),
       ...(options.clock === undefined ? {} : { clock: options.clock }),
     });
     lanes.push(outcome);
     options.onLane?.(outcome);
   }
-  return concludeReview(prepared, lanes);
+  tools?.close();
+  return concludeReview(prepared, lanes, tools?.receipts() ?? []);
 }

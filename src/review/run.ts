@@ -23,10 +23,12 @@ import { defaultAdapters } from './adapters/index.js';
 import { describeAttempt, laneRetryPolicy, type LaneAttempt } from './attempts.js';
 import { runLaneAttempt, type LaneOutcome } from './lane.js';
 import { judgePanel, type PanelLane } from './panel.js';
+import type { LaneToolPort, LaneToolReceipt } from './tools/port.js';
 import {
   concludeReview,
   prepareReview,
   whileReviewDiffExists,
+  withReviewTools,
   type PreparedReview,
   type ReviewBindings,
   type ReviewOptions,
@@ -124,6 +126,15 @@ export async function resolveReviewRecord(storage: RunStorage, runId: string, li
   return resolveAcceptedResult(storage, runId, REVIEW_RECORD_POSITION, query);
 }
 
+/**
+ * The panel node's result, which the accepted-result record repeats: the
+ * verdict and its reasons, bound to every plan the review's tools ran and
+ * every bundle they came back with (absent when nothing was run).
+ */
+function panelResult(verdict: string, reasons: readonly string[], proofs: readonly LaneToolReceipt[]): ReadonlyJsonValue {
+  return toJson({ verdict, reasons, ...(proofs.length === 0 ? {} : { proofs }) });
+}
+
 function nodeOf(runData: GraphNode['runData'], timeoutMs: number): GraphNode {
   return {
     prompt: null,
@@ -156,10 +167,17 @@ function nodeOf(runData: GraphNode['runData'], timeoutMs: number): GraphNode {
  */
 export async function runReviewOnRuntime(options: RuntimeReviewOptions): Promise<RuntimeReviewResult> {
   const prepared = await prepareReview(options);
-  return whileReviewDiffExists(prepared, () => reviewPreparedOnRuntime(prepared, options));
+  return whileReviewDiffExists(prepared, () =>
+    withReviewTools(prepared, options, (tools, startedAtMs) => reviewPreparedOnRuntime(prepared, options, tools, startedAtMs)),
+  );
 }
 
-async function reviewPreparedOnRuntime(prepared: PreparedReview, options: RuntimeReviewOptions): Promise<RuntimeReviewResult> {
+async function reviewPreparedOnRuntime(
+  prepared: PreparedReview,
+  options: RuntimeReviewOptions,
+  tools: LaneToolPort | null,
+  startedAtMs: number,
+): Promise<RuntimeReviewResult> {
   const adapters = { ...defaultAdapters(), ...options.adapters };
   const clock = options.clock ?? systemClock;
   const policy = laneRetryPolicy(prepared.config);
@@ -202,7 +220,6 @@ async function reviewPreparedOnRuntime(prepared: PreparedReview, options: Runtim
   const laneAttempts = new Map<string, readonly LaneAttempt[]>();
   // A lane that throws (JAIL_UNAVAILABLE, MUTABLE_INPUT, SELF_REVIEW) ends the review with its own error, not INTERNAL.
   let laneError: { readonly error: unknown } | undefined;
-  const startedAtMs = clock.now().getTime();
   const nodes: Record<string, GraphNode> = {};
   for (const spec of prepared.lanes) {
     // Each graph attempt of a lane node is one dispatch of the lane. A transport failure the retry policy allows to
@@ -222,6 +239,7 @@ async function reviewPreparedOnRuntime(prepared: PreparedReview, options: Runtim
         earlier: laneAttempts.get(spec.id) ?? [],
         policy,
         startedAtMs,
+        tools,
         ...(options.env === undefined ? {} : { env: options.env }),
         ...(options.clock === undefined ? {} : { clock: options.clock }),
       }).catch((error: unknown) => {
@@ -246,17 +264,25 @@ async function reviewPreparedOnRuntime(prepared: PreparedReview, options: Runtim
   }
   nodes[PANEL_NODE] = nodeOf((context) => {
     const lanes = Object.values(context.input.upstream) as unknown as PanelLane[];
-    const decision = judgePanel({ author: prepared.inputs.author, diversity_mode: prepared.inputs.mode }, lanes, {
-      expectedLanes: prepared.lanes.map((lane) => lane.id),
-    });
-    return toJson(decision);
+    // Every lane has ended: nothing more may start, and what the tools ran is final.
+    tools?.close();
+    const proofs = tools?.receipts() ?? [];
+    const decision = judgePanel(
+      { author: prepared.inputs.author, diversity_mode: prepared.inputs.mode },
+      lanes,
+      { expectedLanes: prepared.lanes.map((lane) => lane.id) },
+      proofs,
+    );
+    return panelResult(decision.verdict, decision.reasons, proofs);
   }, 60_000);
   const executor = await createGraphExecutor({ runId, graph, storage: options.storage, nodes, engines: [] });
   const run = await executor.run();
   if (laneError !== undefined) throw laneError.error;
   if (run.kind !== 'complete') throw new ProofgateError('INTERNAL', `review run ${runId} did not complete: ${run.reason}`);
   const ordered = prepared.lanes.map((lane) => laneOutcomes.get(lane.id)).filter((lane): lane is LaneOutcome => lane !== undefined);
-  const outcome = await concludeReview(prepared, ordered);
+  tools?.close();
+  const proofs = tools?.receipts() ?? [];
+  const outcome = await concludeReview(prepared, ordered, proofs);
   const scope = { namespace: options.storage.record.namespace, runId };
   const proofArtifact = await writeProofArtifact(
     options.storage.artifactStore,
@@ -265,13 +291,14 @@ async function reviewPreparedOnRuntime(prepared: PreparedReview, options: Runtim
       verdict: outcome.verdict,
       reasons: outcome.reasons,
       lanes: ordered.map((lane) => ({ lane_id: lane.lane_id, result: lane.result, validation: lane.validation, attempts: lane.attempts })),
+      proofs,
     }),
   );
   const binding: AcceptedResultBinding = {
     ...reviewBindingParts(prepared, ordered),
     proofArtifact,
     graph: { definitionDigest: plan.plan.graph.definitionDigest, typeVersion: plan.plan.graph.typeVersion },
-    result: toJson({ verdict: outcome.verdict, reasons: outcome.reasons }),
+    result: panelResult(outcome.verdict, outcome.reasons, proofs),
   };
   const position = REVIEW_RECORD_POSITION;
   const record = await createAcceptedResultRecord(options.storage, runId, position, binding);

@@ -45,7 +45,7 @@ async function walk(dir: string, visit: (path: string, isDir: boolean) => Promis
 }
 
 /** Remove every write bit below `dir` (and on `dir` itself). */
-async function makeReadOnly(dir: string): Promise<void> {
+export async function makeReadOnly(dir: string): Promise<void> {
   await walk(dir, async (path) => {
     const info = await lstat(path);
     if (!info.isSymbolicLink()) await chmod(path, info.mode & 0o555);

@@ -64,8 +64,9 @@ export const MANIFEST_PERMISSIONS = {
     reason: 'read commit statuses of the head (the check summary) and receive status',
   },
   actions: {
-    access: 'read',
-    reason: "receive workflow_run and read a failed job's log, which the repair of a failing check is given",
+    access: 'write',
+    reason:
+      "receive workflow_run and read a failed job's log, which the repair of a failing check is given; dispatch a proof scenario's workflow on a protected branch, find its run and download its evidence artifact",
   },
   administration: {
     // Read only, never write: GitHub answers the branch protection endpoints

@@ -82,6 +82,9 @@ describe('openai-compatible lane', () => {
     const call = seen.at(-1);
     expect(call?.auth).toBe(`Bearer ${API_KEY}`);
     expect(call?.body.model).toBe('test-model');
+    // Without tools in the run context the request carries no tools.
+    expect(Object.keys(call?.body ?? {}).sort()).toEqual(['messages', 'model', 'temperature']);
+    expect(call?.body.messages.map((message) => message.role)).toEqual(['system', 'user']);
     const user = call?.body.messages.find((message) => message.role === 'user')?.content ?? '';
     expect(user).toContain('a - b');
     expect(user).toContain('Acceptance contract');

@@ -18,7 +18,8 @@ const ALLOWED_PERMISSIONS: Record<string, readonly string[]> = {
   issues: ['read'],
   checks: ['read'],
   statuses: ['read'],
-  actions: ['read'],
+  // write: a github-workflow proof scenario is dispatched (workflow_dispatch needs it); nothing else is written.
+  actions: ['read', 'write'],
   administration: ['read'],
 };
 

@@ -9,10 +9,12 @@
  * comment is written; a crash in between leaves a marker that names the
  * dispatch, so the review counts as answered.
  */
+import { join } from 'node:path';
 import { ProofgateError, errorMessage, isProofgateError, newId } from '../../core/index.js';
 import type { ReviewFinding } from '../../contracts/index.js';
 import type { ChangeSnapshot, ForgeComment } from '../../forge/port.js';
-import { runReview, runReviewOnRuntime, type ReviewOptions } from '../../review/index.js';
+import { localProducer, openProofSession, proofSettingsOf, type ProofAdmission, type ProofProducers } from '../../proof/index.js';
+import { runReview, runReviewOnRuntime, type ReviewOptions, type ReviewToolContext, type ReviewToolsFactory } from '../../review/index.js';
 import type { RunStorage } from '../../storage/policy-types.js';
 import { composeMarkedBody, type OwnComment, type OwnCommentQuery, type ReviewVerdictFields } from '../markers.js';
 import type { RepairFinding } from '../repair/index.js';
@@ -37,6 +39,40 @@ export interface PanelReviewerOptions extends Pick<ReviewOptions, 'dataDir' | 'a
    * reviewers (`runReviewOnRuntime`); without one, the lanes run in a plain loop.
    */
   readonly storage?: RunStorage;
+  /** The proof producers a proof-focused review may use (default: the local producer, jailed as the trusted config says). */
+  readonly proofProducers?: (review: ReviewToolContext) => ProofProducers;
+}
+
+/** The local producer of a review: scenario programs from its trusted tree, jailed as its trusted config says. */
+export function defaultProofProducers(review: ReviewToolContext): ProofProducers {
+  return {
+    local: localProducer({
+      repoDir: review.repoDir,
+      sandbox: review.trusted.sandbox,
+      ...(review.trusted.cacheDir === undefined ? {} : { cacheDir: review.trusted.cacheDir }),
+    }),
+  };
+}
+
+/**
+ * The tools of a proof-focused review: a proof session for the admitted
+ * decision, with the scenarios of the trusted config the review runs under
+ * (its base, a protected branch), every bundle kept in the review directory.
+ */
+export function proofTools(admission: ProofAdmission, trustedBranch: string, producers: (review: ReviewToolContext) => ProofProducers): ReviewToolsFactory {
+  return (review) =>
+    openProofSession({
+      admission,
+      settings: proofSettingsOf(review.config, { branch: trustedBranch, config: review.config }),
+      producers: producers(review),
+      reviewId: review.reviewId,
+      headSha: review.headSha,
+      trustedSha: review.baseSha,
+      lease: { owner: review.reviewId, epoch: 1 },
+      reviewStartMs: review.startedAtMs,
+      reviewBudgetMs: review.budgetMs,
+      bundleDir: join(review.reviewDir, 'proof'),
+    });
 }
 
 /**
@@ -44,9 +80,10 @@ export interface PanelReviewerOptions extends Pick<ReviewOptions, 'dataDir' | 'a
  * `base`..`head` of the workspace repository.
  */
 export function panelReviewer(options: PanelReviewerOptions = {}): Reviewer {
-  const { storage, ...reviewOptions } = options;
-  return async ({ repoDir, snapshot, base, head }) => {
-    const request = { ...reviewOptions, repoDir, base, head, subjectId: `change-${snapshot.id}` };
+  const { storage, proofProducers, ...reviewOptions } = options;
+  return async ({ repoDir, snapshot, base, head, proof }) => {
+    const tools = proof === undefined ? undefined : proofTools(proof, snapshot.base.ref, proofProducers ?? defaultProofProducers);
+    const request = { ...reviewOptions, repoDir, base, head, subjectId: `change-${snapshot.id}`, ...(tools === undefined ? {} : { tools }) };
     const onRuntime = storage === undefined ? null : await runReviewOnRuntime({ ...request, storage });
     const outcome = onRuntime?.outcome ?? (await runReview(request));
     const findings: RepairFinding[] = [];
@@ -92,6 +129,19 @@ function remember(env: AutomergeEnvironment, changeId: string, comment: ForgeCom
   lastWritten.set(env.forge, byChange);
 }
 
+/**
+ * The latest `@proofgate proof` decision admitted for this head of the change:
+ * every review of that head is proof-focused (a later review by the loop
+ * offers the same tools, within the same rules), and a new head has none.
+ */
+async function admittedProof(env: AutomergeEnvironment, changeId: string, head: string): Promise<ProofAdmission | null> {
+  let found: ProofAdmission | null = null;
+  for (const step of (await env.store.load(changeId)).typedSteps) {
+    if (step.step === 'proof-admitted' && step.decision.headSha === head) found = step.decision;
+  }
+  return found;
+}
+
 export interface ReviewStepResult {
   readonly reviewId: string;
   readonly result: ReviewResult | null;
@@ -108,15 +158,28 @@ export interface ReviewStepResult {
  * digests, and names the review run holding the stored record), and record
  * both ends in the ledger.
  */
-export async function runReviewStep(env: AutomergeEnvironment, snapshot: ChangeSnapshot, signal?: AbortSignal): Promise<ReviewStepResult> {
+export async function runReviewStep(
+  env: AutomergeEnvironment,
+  snapshot: ChangeSnapshot,
+  signal?: AbortSignal,
+  proof?: ProofAdmission,
+): Promise<ReviewStepResult> {
   const head = snapshot.head.sha;
   const reviewId = newId('rvw');
   const changeId = snapshot.id;
+  proof ??= (await admittedProof(env, changeId, head)) ?? undefined;
   await env.store.record(changeId, { type: 'review-dispatched', id: reviewId, head, at: env.store.now() });
   let result: ReviewResult;
   try {
     const repoDir = await env.forge.workspace.prepare(snapshot);
-    result = await env.reviewer({ repoDir, snapshot, base: snapshot.base.sha, head, ...(signal === undefined ? {} : { signal }) });
+    result = await env.reviewer({
+      repoDir,
+      snapshot,
+      base: snapshot.base.sha,
+      head,
+      ...(signal === undefined ? {} : { signal }),
+      ...(proof === undefined ? {} : { proof }),
+    });
   } catch (error) {
     // No working jail: the lanes cannot run here at all; the loop ends with that error (no verdict, no retry).
     if (isProofgateError(error, 'JAIL_UNAVAILABLE')) throw error;

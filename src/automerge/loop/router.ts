@@ -36,6 +36,7 @@ import { approveChange } from './facts.js';
 import type { ChangeJobs, Dispatch } from './job.js';
 import type { LoadedLedger, StepEvent } from './ledger-store.js';
 import { trustedConfig } from './policy.js';
+import { admitProofCommand, proofSettingsOf, type ProofAdmission } from '../../proof/index.js';
 
 export interface RouteResult {
   readonly commands: readonly ParsedCommand[];
@@ -550,6 +551,80 @@ export class AutomergeRouter {
     return true;
   }
 
+  /**
+   * Admit a `@proofgate proof` command (admitProofCommand, pure) and record
+   * the decision; the reply names the tools the review will be offered and
+   * every coverage gap. Returns the decision to review with, or null (refused,
+   * or the same comment for the same head again: the decision stands and
+   * nothing runs twice).
+   */
+  async #admitProof(
+    changeId: string,
+    snapshot: ChangeSnapshot,
+    source: CommandSource,
+    command: Extract<ParsedCommand, { kind: 'proof' }>,
+  ): Promise<ProofAdmission | null> {
+    const env = this.#env;
+    const { comment, permission } = source;
+    const refuse = async (reason: string, message: string): Promise<null> => {
+      this.#progress(changeId, `proof request by ${comment.author} refused: ${reason}`);
+      await env.store.step(changeId, 'proof-refused', { comment: comment.id, actor: comment.author, reason, message });
+      await this.#reply(changeId, snapshot, source, command, `Proof request by ${escapeText(comment.author)} refused (${reason}): ${escapeText(message)}`);
+      return null;
+    };
+    let settings;
+    try {
+      const config = await trustedConfig(env.forge, snapshot);
+      settings = proofSettingsOf(config, { branch: await env.forge.trustedBranch(), config });
+    } catch (error) {
+      if (!isProofgateError(error, 'CONFIG')) throw error;
+      return refuse('CONFIG', error.message);
+    }
+    const { typedSteps } = await env.store.load(changeId);
+    let previous: ProofAdmission | null = null;
+    for (const step of typedSteps) if (step.step === 'proof-admitted' && step.decision.commentId === comment.id) previous = step.decision;
+    const kinds = env.proofProducers ?? ['local'];
+    const result = admitProofCommand({
+      command: { scenarios: command.scenarios, sha: command.sha },
+      commentId: comment.id,
+      author: { login: comment.author, permission },
+      change: {
+        id: changeId,
+        state: snapshot.state,
+        locked: snapshot.locked === true,
+        crossRepository: snapshot.crossRepository === true,
+        headSha: snapshot.head.sha,
+      },
+      scenarios: settings.scenarios,
+      capabilities: {
+        lease: { owner: `router:${changeId}`, epoch: 0 },
+        headSha: snapshot.head.sha,
+        scenarios: settings.scenarios.filter((scenario) => kinds.includes(scenario.producer.kind)).map((scenario) => scenario.id),
+      },
+      now: env.clock.now().getTime(),
+      previous,
+    });
+    if (result.kind === 'unchanged') {
+      this.#progress(changeId, `proof request ${comment.id} was admitted before for ${result.decision.headSha.slice(0, 12)}: nothing runs twice`);
+      return null;
+    }
+    if (result.kind === 'refused') return refuse(result.reason, result.message);
+    const { decision, coverage } = result;
+    await env.store.step(changeId, 'proof-admitted', { decision: decision as unknown as JsonValue });
+    const head = `\`${decision.headSha.slice(0, 12)}\``;
+    const offered =
+      coverage.offered.length === 0 ? 'no proof tool (the review runs without proof)' : coverage.offered.map((tool) => `\`${tool.name}\``).join(', ');
+    const gaps = coverage.gaps.map((gap) => `\n- not offered: ${escapeText(gap.scenarioId)} (${gap.reason})`).join('');
+    await this.#reply(
+      changeId,
+      snapshot,
+      source,
+      command,
+      `Proof-focused review of head ${head} asked by ${escapeText(comment.author)}: the reviewers are offered ${offered}.${gaps}`,
+    );
+    return decision;
+  }
+
   /** One command of a route. */
   async #command(
     changeId: string,
@@ -615,12 +690,14 @@ export class AutomergeRouter {
         if (automergeActive(state) && state.merged === null) start();
         return;
       }
-      case 'proof':
-        await reply(
-          () =>
-            `Proof requests (asked by ${escapeText(comment.author)}) are answered by a proof producer, and none is configured for this forge; nothing was run.`,
-        );
+      case 'proof': {
+        if (answered) return;
+        const admission = await this.#admitProof(changeId, snapshot, source, command);
+        if (admission === null) return;
+        this.jobs.enqueue(changeId, { kind: 'proof', actor: comment.author, admission });
+        start();
         return;
+      }
       case 'unknown':
       case 'invalid': {
         const why =

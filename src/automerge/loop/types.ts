@@ -7,6 +7,7 @@
 import type { Clock } from '../../core/index.js';
 import type { RepoConfig } from '../../contracts/repo-config.js';
 import type { ChangeSnapshot, Forge, ForgeCheck } from '../../forge/port.js';
+import type { ProofAdmission, ProofProducer } from '../../proof/index.js';
 import type { RunStorage } from '../../storage/policy-types.js';
 import type { RepairConfig, RepairContext, RepairFinding, RepairOutcome } from '../repair/index.js';
 import type { MarkerSecret, Verdict, VerdictBindings } from '../markers.js';
@@ -44,6 +45,8 @@ export type Reviewer = (request: {
   readonly base: string;
   readonly head: string;
   readonly signal?: AbortSignal;
+  /** A proof-focused review: the admitted `@proofgate proof` decision whose tools the lanes are offered. */
+  readonly proof?: ProofAdmission;
 }) => Promise<ReviewResult>;
 
 /** One progress line of the loop (for a terminal or a log). */
@@ -102,4 +105,6 @@ export interface AutomergeEnvironment {
   readonly reviewRuns?: RunStorage;
   /** The run store maintainers' approvals of trust changes are recorded in (absent: none can be given). */
   readonly approvals?: RunStorage;
+  /** The kinds of proof producer this host runs (default: `local`): a scenario of another kind is not offered. */
+  readonly proofProducers?: readonly ProofProducer['kind'][];
 }

@@ -13,7 +13,7 @@ interface DemoFlags {
 export function registerDemoCommands(program: Command): void {
   program
     .command('demo')
-    .description('create a temporary git repository with four changes and take each through review, repair and merge on the local forge')
+    .description('create a temporary git repository with six changes and take each through review, live proof, repair and merge on the local forge')
     .option('--data <dir>', 'state directory (default: ./.proofgate of the current directory); each run gets demo/<run id>/ inside')
     .option('--keep', 'keep the temporary repository (its path is printed)')
     .option('--json', 'print the result as JSON')

@@ -1,10 +1,10 @@
 /**
  * The demo repository: a small JavaScript project on `main` with a trusted
- * `.proofgate.yml` (two checks, the builtin reviewers, a gate and an
- * agent-fix formatter), and four branches, each one a change that shows one
- * path of the automerge loop.
+ * `.proofgate.yml` (two checks, the builtin reviewers, a proof scenario, a
+ * gate and an agent-fix formatter), and six branches, each one a change that
+ * shows one path of the automerge loop.
  */
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { gitText, type SandboxMode } from '../../host/index.js';
 
@@ -16,7 +16,10 @@ export interface DemoChange {
   readonly title: string;
   /** What the demo expects the loop to end with. */
   readonly expect: 'merged' | 'blocked';
-  readonly files: Readonly<Record<string, string>>;
+  /** The change's files (null: the change deletes it). */
+  readonly files: Readonly<Record<string, string | null>>;
+  /** What the maintainer comments (default `/proofgate automerge`). */
+  readonly comment?: string;
 }
 
 /**
@@ -44,6 +47,15 @@ review:
       builtin: rules
     - id: tests
       builtin: tests
+    - id: proof
+      builtin: proof
+proof:
+  scenarios:
+    - id: greet-contract
+      description: calls the head's greet() on sample names and compares what it returns with the contract
+      producer: { kind: local, command: [node, scripts/prove-greet.mjs] }
+      timeoutSeconds: 60
+      evidence: { requiredFiles: [expectations.json] }
 automerge:
   gate: [node, scripts/lint.mjs]
   agentFix:
@@ -92,6 +104,22 @@ for (const name of readdirSync('test').filter((n) => n.endsWith('.test.mjs')).so
 }
 `;
 
+// The proof scenario, from main: it runs the head's greet() (in its own process, jailed) and writes what it returned
+// next to what the contract says, for the reviewer to judge. Whatever the head's code does, the expectations are main's.
+const PROVE = `// Proof scenario greet-contract: greet(name) must return "Hello, <name>!".
+import { execFileSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+const plan = JSON.parse(readFileSync(process.env.PROOFGATE_PROOF_PLAN, 'utf8'));
+const head = process.env.PROOFGATE_HEAD_DIR;
+const names = ['Ada', 'Grace', 'Linus'];
+const probe = "import('./src/greet.mjs').then((m) => process.stdout.write(JSON.stringify(JSON.parse(process.argv[1]).map((n) => m.greet(n)))))";
+const actual = JSON.parse(execFileSync(process.execPath, ['-e', probe, JSON.stringify(names)], { cwd: head, encoding: 'utf8' }));
+const expectations = names.map((name, index) => ({ name: \`greet(\${JSON.stringify(name)})\`, expected: \`Hello, \${name}!\`, actual: actual[index] }));
+writeFileSync(join(process.env.PROOFGATE_PROOF_OUTPUT, 'expectations.json'), JSON.stringify(expectations, null, 2) + '\\n');
+writeFileSync(join(process.env.PROOFGATE_PROOF_OUTPUT, 'plan.json'), JSON.stringify(plan) + '\\n');
+`;
+
 export function baseFiles(sandbox: SandboxMode): Readonly<Record<string, string>> {
   return {
     'README.md': '# greeter\n\nA tiny library used by the proofgate demo.\n',
@@ -101,6 +129,7 @@ export function baseFiles(sandbox: SandboxMode): Readonly<Record<string, string>
     'scripts/lint.mjs': LINT,
     'scripts/test.mjs': TEST_RUNNER,
     'scripts/fix-whitespace.mjs': FIX,
+    'scripts/prove-greet.mjs': PROVE,
     '.proofgate.yml': demoConfig(sandbox),
   };
 }
@@ -143,14 +172,43 @@ export const DEMO_CHANGES: readonly DemoChange[] = [
       'deploy/settings.env': `REGION=eu-west-1\nAWS_ACCESS_KEY_ID=${['AKIA', 'Q3EGRDEMOKEY7XYZ'].join('')}\n`,
     },
   },
+  {
+    branch: 'greet-move',
+    title: 'Move greet() into src/greetings/ (asks for proof: inconclusive)',
+    expect: 'blocked',
+    comment: '@proofgate proof\n/proofgate automerge',
+    files: {
+      // Its own tests pass (they import the new path), but the scenario on main calls src/greet.mjs, which is gone:
+      // the scenario cannot run, the proof is inconclusive, and the change waits for a human.
+      'src/greet.mjs': null,
+      'src/greetings/index.mjs': 'export function greet(name) {\n  return `Hello, ${name}!`;\n}\n',
+      'test/greet.test.mjs':
+        "import assert from 'node:assert/strict';\nimport { greet } from '../src/greetings/index.mjs';\nassert.equal(greet('Ada'), 'Hello, Ada!');\n",
+    },
+  },
+  {
+    branch: 'greet-trim',
+    title: 'Trim names in greet() (asks for proof: proven)',
+    expect: 'merged',
+    comment: '@proofgate proof greet-contract\n/proofgate automerge',
+    files: {
+      'src/greet.mjs': 'export function greet(name) {\n  return `Hello, ${String(name).trim()}!`;\n}\n',
+      'test/greet.test.mjs':
+        "import assert from 'node:assert/strict';\nimport { greet } from '../src/greet.mjs';\nassert.equal(greet('Ada'), 'Hello, Ada!');\nassert.equal(greet(' Ada '), 'Hello, Ada!');\n",
+    },
+  },
 ];
 
 export function git(dir: string, args: readonly string[]): Promise<string> {
   return gitText(dir, args);
 }
 
-async function writeFiles(dir: string, files: Readonly<Record<string, string>>): Promise<void> {
+async function writeFiles(dir: string, files: Readonly<Record<string, string | null>>): Promise<void> {
   for (const [path, content] of Object.entries(files)) {
+    if (content === null) {
+      await rm(join(dir, path));
+      continue;
+    }
     await mkdir(dirname(join(dir, path)), { recursive: true });
     await writeFile(join(dir, path), content);
   }

@@ -1,7 +1,8 @@
 /**
- * The demo: a temporary git repository with four changes, each taken through
+ * The demo: a temporary git repository with six changes, each taken through
  * the whole automerge loop on the local forge (review on the exact head,
- * checks, repair, re-review, merge), one after another, then a table.
+ * live proof where a maintainer asks for it, checks, repair, re-review,
+ * merge), one after another, then a table.
  */
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -96,8 +97,9 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
         opens.push({ id: snapshot.id, change });
       }
       for (const { id, change } of opens) {
-        say(`change ${id}: ${DEMO_MAINTAINER} comments "/proofgate automerge"`);
-        const comment = await opened.forge.commentAs(id, '/proofgate automerge', DEMO_MAINTAINER);
+        const text = change.comment ?? '/proofgate automerge';
+        say(`change ${id}: ${DEMO_MAINTAINER} comments ${JSON.stringify(text)}`);
+        const comment = await opened.forge.commentAs(id, text, DEMO_MAINTAINER);
         const routed = await automerge.router.handleComment(id, comment);
         const result = await (routed.dispatch ?? automerge.jobs.dispatch(id)).done;
         if (result.kind !== 'ran') throw new Error(`change ${id} is held by ${result.holder.owner}`);

@@ -186,6 +186,8 @@ export function buildSnapshot(parts: SnapshotParts): ChangeSnapshot {
     requiredChecks: requiredChecks(pr.baseRef?.branchProtectionRule),
     // Unknown reads as a fork: a branch proofgate cannot place is never deleted.
     crossRepository: pr.isCrossRepository !== false,
+    // Unknown reads as locked: a proof command is admitted only on a change known to be unlocked.
+    locked: pr.locked !== false,
   };
 }
 

@@ -32,6 +32,7 @@ export const SNAPSHOT_QUERY = `query ${SNAPSHOT_OPERATION}($owner: String!, $rep
       headRefName
       headRefOid
       isCrossRepository
+      locked
       author { __typename login }
       mergeable
       mergeStateStatus
@@ -160,6 +161,7 @@ export interface GqlPullRequest {
   readonly headRefOid: string;
   /** True when the head branch lives in another repository (a fork). */
   readonly isCrossRepository?: boolean;
+  readonly locked?: boolean;
   readonly author: GqlActor | null;
   readonly mergeable: string;
   readonly mergeStateStatus: string;

@@ -1,11 +1,14 @@
 import { constants } from 'node:fs';
-import { open, realpath, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, open, realpath, writeFile } from 'node:fs/promises';
 import { isAbsolute, join } from 'node:path';
 import type { ReviewRequestV1 } from '../../contracts/index.js';
 import type { SandboxMode } from '../../host/index.js';
-import { reviewerEnvironment } from '../environment.js';
+import { reviewerEnvironment, type ReviewerToolVariables } from '../environment.js';
 import { evidenceFileName } from '../evidence.js';
 import { createSandbox, removeSandbox, treeManifest } from '../sandbox.js';
+import type { LaneToolbox } from '../tools/port.js';
+import { mcpConfig } from '../tools/relay.js';
+import { serveLaneTools, type LaneToolServer } from '../tools/socket.js';
 import { invalid, validateLaneResult } from '../validate.js';
 import { runContained, type ProcessOutcome } from './process.js';
 import { transportFailure, type LaneAdapter, type LaneRunContext, type LaneRun } from './types.js';
@@ -79,6 +82,33 @@ async function collectEvidence(context: LaneRunContext, seen: ReviewRequestV1, r
 }
 
 /**
+ * Offer a lane its tools inside its job dir (which the jail binds writable):
+ * the socket in a `tools/` directory proofgate owns, the MCP client config
+ * naming the relay (`mcp.json`) and the instructions (`review-instructions.txt`),
+ * both read-only files proofgate owns, written like the staged request. The
+ * caller binds `dir` read-only over itself in the jail (a mount point the
+ * jailed program can neither write nor rename, so the path proofgate closes
+ * and Node unlinks is still its own directory) and closes the server when
+ * the lane ends.
+ */
+async function offerTools(toolbox: LaneToolbox, jobDir: string): Promise<{ server: LaneToolServer; dir: string; vars: ReviewerToolVariables }> {
+  const dir = join(jobDir, 'tools');
+  await mkdir(dir, { mode: 0o755 });
+  await chmod(dir, 0o755);
+  const server = await serveLaneTools(toolbox, { dir });
+  try {
+    const configFile = join(jobDir, 'mcp.json');
+    const instructionsFile = join(jobDir, 'review-instructions.txt');
+    await writeFile(configFile, `${JSON.stringify(mcpConfig(server.socketPath, server.token), null, 2)}\n`, { mode: 0o444, flag: 'wx' });
+    await writeFile(instructionsFile, toolbox.instructions.endsWith('\n') ? toolbox.instructions : `${toolbox.instructions}\n`, { mode: 0o444, flag: 'wx' });
+    return { server, dir, vars: { mcpConfig: configFile, socket: server.socketPath, token: server.token, instructions: instructionsFile } };
+  } catch (error) {
+    await server.close();
+    throw error;
+  }
+}
+
+/**
  * The `command` adapter. The configured program is resolved and started in a
  * read-only export of the TRUSTED commit (the base the config came from), so
  * a change cannot edit the reviewer that judges it; the head under review is
@@ -91,7 +121,9 @@ async function collectEvidence(context: LaneRunContext, seen: ReviewRequestV1, r
  * $PROOFGATE_REVIEW_REQUEST; its paths are the copies, its digests the bound
  * ones), writes its evidence at $PROOFGATE_EVIDENCE_PATH and prints one lane
  * result JSON on stdout; proofgate then collects the evidence (see
- * `collectEvidence`).
+ * `collectEvidence`). A lane offered tools (`context.tools`, at least one)
+ * reaches them over its own socket in its job dir, for the length of the run
+ * only: see `offerTools` and tools/socket.ts.
  */
 export function commandReviewer(options: { outputLimit?: number } = {}): LaneAdapter {
   return async (context): Promise<LaneRun> => {
@@ -99,7 +131,10 @@ export function commandReviewer(options: { outputLimit?: number } = {}): LaneAda
     const argv = lane.config.command;
     if (argv === undefined) return { raw: transportFailure(context, 'lane has no command') };
     const sandbox = await createSandbox(context.repoDir, trusted.sha, request);
+    let tools: LaneToolServer | undefined;
     try {
+      const offered = context.tools !== undefined && context.tools.tools.length > 0 ? await offerTools(context.tools, sandbox.jobDir) : undefined;
+      tools = offered?.server;
       const seen = sandbox.request;
       const env = reviewerEnvironment(
         context.env,
@@ -113,6 +148,7 @@ export function commandReviewer(options: { outputLimit?: number } = {}): LaneAda
           laneId: lane.id,
           family: lane.family,
           contextId: context.contextId,
+          ...(offered === undefined ? {} : { tools: offered.vars }),
         },
         lane.config.env ?? [],
       );
@@ -125,6 +161,7 @@ export function commandReviewer(options: { outputLimit?: number } = {}): LaneAda
         mounts: [
           { path: sandbox.program, writable: false },
           { path: sandbox.snapshot, writable: false },
+          ...(offered === undefined ? [] : [{ path: offered.dir, writable: false }]),
         ],
         ...(trusted.cacheDir === undefined ? {} : { cacheDir: trusted.cacheDir }),
         network: lane.config.network === true,
@@ -143,6 +180,7 @@ export function commandReviewer(options: { outputLimit?: number } = {}): LaneAda
       }
       return { ...collected, sandbox: outcome.sandbox };
     } finally {
+      await tools?.close();
       await removeSandbox(sandbox.root);
     }
   };

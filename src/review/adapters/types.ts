@@ -9,6 +9,7 @@ import type {
 } from '../../contracts/index.js';
 import { REVIEW_LANE_RESULT_SCHEMA } from '../../contracts/index.js';
 import type { SandboxMode } from '../../host/index.js';
+import type { LaneToolbox } from '../tools/port.js';
 import type { LaneValidation } from '../validate.js';
 
 /** A configured lane, resolved: its family and timeout are always known. */
@@ -48,6 +49,8 @@ export interface LaneRunContext {
   readonly trusted: TrustedTree;
   /** Environment the adapter reads its own settings from (API keys); a reviewer process gets only what its lane's `env` names. */
   readonly env: NodeJS.ProcessEnv;
+  /** Tools this lane run is offered (live proof), if any: the adapter hands them to its reviewer and returns their answers into the same turn. */
+  readonly tools?: LaneToolbox;
 }
 
 /** What an adapter hands back: the raw lane result, plus any breach the adapter itself detected. */

@@ -35,6 +35,7 @@ import {
   DEFAULT_LEASE_MS,
   LedgerStore,
   builtinRepair,
+  defaultProofProducers,
   loadOrCreateSecret,
   panelReviewer,
   type AutomergeEnvironment,
@@ -47,7 +48,9 @@ import { createGitHubForge } from '../../forge/github/forge.js';
 import type { GitHubRetryOptions, GitHubThrottleOptions } from '../../forge/github/client.js';
 import type { GitHubForgeEvent } from '../../forge/github/webhook-events.js';
 import type { Forge, ForgeComment } from '../../forge/port.js';
-import { REVIEW_RUNS_NAMESPACE } from '../../review/index.js';
+import { githubWorkflowProducer } from '../../proof/producers/github-workflow.js';
+import type { ProofProducers } from '../../proof/index.js';
+import { REVIEW_RUNS_NAMESPACE, type ReviewToolContext } from '../../review/index.js';
 import { defaultStoragePolicy } from '../../storage/policy.js';
 import type { RunStorage } from '../../storage/policy-types.js';
 import { createPostgresRunStorage } from '../../storage/postgres/index.js';
@@ -211,15 +214,21 @@ export async function startGitHubService(options: GitHubServiceOptions): Promise
     const storage = await openStorage(`github:${repository.toLowerCase()}`);
     const reviewRuns = await openStorage(`github:${repository.toLowerCase()}:${REVIEW_RUNS_NAMESPACE}`);
     const scratch = join(workDir, 'github', owner.toLowerCase(), name.toLowerCase());
+    const octokit = client.installation(installationId);
     const forge = createGitHubForge({
-      octokit: client.installation(installationId),
+      octokit,
       owner,
       repo: name,
       selfLogin: app.botLogin,
       logger,
       workspace: { directory: join(scratch, 'workspaces'), ...(options.remoteUrl === undefined ? {} : { remoteUrl: options.remoteUrl(owner, name) }) },
     });
-    const reviewer = options.reviewer?.(repository, scratch) ?? panelReviewer({ dataDir: join(scratch, 'reviews'), storage: reviewRuns });
+    // Proof scenarios run here jailed (local) or as a workflow dispatched on a protected branch of the repository.
+    const proofProducers = (review: ReviewToolContext): ProofProducers => ({
+      ...defaultProofProducers(review),
+      'github-workflow': githubWorkflowProducer({ octokit, owner, repo: name, clock }),
+    });
+    const reviewer = options.reviewer?.(repository, scratch) ?? panelReviewer({ dataDir: join(scratch, 'reviews'), storage: reviewRuns, proofProducers });
     const env: AutomergeEnvironment = {
       forge,
       store: new LedgerStore(storage.eventStore, clock),
@@ -233,6 +242,7 @@ export async function startGitHubService(options: GitHubServiceOptions): Promise
       onProgress: (line) => logger.info({ repository, change: line.changeId }, logText(line.text)),
       reviewRuns,
       approvals: storage,
+      proofProducers: ['local', 'github-workflow'],
     };
     const started = new Map<string, Promise<JobResult>[]>();
     const jobs = new ChangeJobs(env, {

@@ -229,14 +229,19 @@ describe('proofgate automerge / demo (built CLI)', { timeout: 180_000 }, () => {
     expect(result.stderr.trim().split('\n')).toHaveLength(1);
   });
 
-  it('proofgate demo ends with the table: 3 merged (one clean, one rebased, one fixed), the secret blocked', async () => {
+  it('proofgate demo ends with the table: 3 merged (one clean, one rebased, one fixed), the secret blocked, one proof inconclusive, one proven', async () => {
     const cwd = tempDir('proofgate-demo-cwd-');
     const result = await runCli(['demo'], { cwd });
     expect(result.status, result.stderr).toBe(0);
     const rows = result.stdout.split('\n').filter((line) => /^\d+\s/.test(line) && !line.includes(' changes in '));
-    expect(rows).toHaveLength(4);
-    expect(rows.map((row) => / (merged|blocked) /.exec(row)?.[1])).toEqual(['merged', 'merged', 'merged', 'blocked']);
+    expect(rows).toHaveLength(6);
+    expect(rows.map((row) => / (merged|blocked) /.exec(row)?.[1])).toEqual(['merged', 'merged', 'merged', 'blocked', 'blocked', 'merged']);
     expect(rows[3]).toContain('REFUTED');
+    // The proof scenario could not run on the moved module: inconclusive is never a pass, the review holds.
+    expect(rows[4]).toContain('HOLD');
+    expect(result.stderr).toContain('[change 5] proof-focused review of');
+    expect(rows[5]).toContain('CONFIRMED');
+    expect(result.stderr).toContain('[change 6] proof-focused review of');
     expect(result.stdout).toContain(join(cwd, '.proofgate', 'demo'));
     expect(result.stderr).toContain('resolved CHANGELOG.md');
     // The agent only edits files; proofgate makes the commit and pushes exactly that commit.

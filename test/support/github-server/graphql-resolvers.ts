@@ -59,6 +59,7 @@ function pullRequest(model: RepositoryModel, pr: ModelPullRequest, baseUrl: stri
     headRefName: pr.headRef,
     headRefOid: headSha,
     isCrossRepository: pr.crossRepository,
+    locked: pr.locked,
     author: actor(model, pr.author),
     mergeable: pr.mergeable,
     mergeStateStatus: pr.draft && pr.state === 'open' ? 'DRAFT' : pr.mergeState,

@@ -8,3 +8,15 @@ export { checkResponse, responseSchema, matchRoute } from './openapi.js';
 export { fixture, signDelivery, webhookFixtures, MAPPED_EVENTS } from './webhooks.js';
 export type { FixtureFile, SignedDelivery } from './webhooks.js';
 export { checkRunCompletedPayload, issueCommentPayload, repositoryPayload } from './deliveries.js';
+export { ActionsModel } from './actions-model.js';
+export type {
+  DispatchContext,
+  DispatchDecision,
+  DispatchHook,
+  ModelArtifact,
+  ModelDispatch,
+  ModelRunStatus,
+  ModelWorkflow,
+  ModelWorkflowRun,
+} from './actions-model.js';
+export type { ArtifactStorage, StorageRequest } from './storage.js';

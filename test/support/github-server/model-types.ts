@@ -23,6 +23,8 @@ export interface ModelPullRequest {
   mergeMethod: ModelMergeMethod | null;
   /** GraphQL's `isCrossRepository`: the head branch lives in a fork (default false). */
   readonly crossRepository: boolean;
+  /** The conversation is locked (GraphQL's `locked`): only collaborators may comment. */
+  locked: boolean;
   draft: boolean;
   readonly baseRef: string;
   readonly headRef: string;

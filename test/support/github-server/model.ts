@@ -5,6 +5,7 @@
  * GraphQL answers read and change it.
  */
 import { randomBytes } from 'node:crypto';
+import { ActionsModel } from './actions-model.js';
 
 import type {
   UserType,
@@ -59,6 +60,8 @@ export class RepositoryModel {
   readonly protections = new Map<string, ModelBranchProtection>();
   /** The merge methods the repository allows (GitHub's allow_merge_commit, allow_squash_merge, allow_rebase_merge); all by default. */
   readonly mergeMethods = new Set<ModelMergeMethod>(['merge', 'squash', 'rebase']);
+  /** GitHub Actions: workflows, their runs and artifacts (see actions-model.ts). */
+  readonly actions: ActionsModel = new ActionsModel(this);
   private readonly commits = new Map<string, Commit>();
   /**
    * The last sha of each deleted branch: a pull request keeps showing the
@@ -218,6 +221,7 @@ export class RepositoryModel {
       mergeCommitSha: null,
       mergeMethod: null,
       crossRepository: options.crossRepository ?? false,
+      locked: false,
       draft: options.draft ?? false,
       baseRef: base,
       headRef: head,

@@ -5,6 +5,7 @@
  * and a reference that does not exist. Lists page as GitHub does
  * (`per_page` up to 100, `page`, a `link` header).
  */
+import { actionsHandlers } from './actions-rest.js';
 import type { ModelApp, ModelPullRequest, RepositoryModel, Role } from './model.js';
 import {
   DOCS,
@@ -38,12 +39,16 @@ export interface RestRequest {
   /** Web and API roots for URLs in answers. */
   readonly web: string;
   readonly api: string;
+  /** Root of the artifact storage server that artifact downloads redirect to. */
+  readonly storageUrl?: string;
 }
 
 export interface RestAnswer {
   readonly status: number;
   readonly body: unknown;
   readonly headers?: Readonly<Record<string, string>>;
+  /** 'reset': the change is made, but the caller hears nothing (the connection is reset instead of answered). */
+  readonly drop?: 'reset';
 }
 
 type Handler = (req: RestRequest) => RestAnswer;
@@ -68,7 +73,7 @@ function field(body: unknown, name: string): unknown {
  * to 100, `page` counts from 1, and a `link` header names the prev, next,
  * last and first pages (each the request's own URL with another `page`).
  */
-function paged<T>(req: RestRequest, items: readonly T[]): { items: T[]; headers: Record<string, string> } {
+export function paged<T>(req: RestRequest, items: readonly T[]): { items: T[]; headers: Record<string, string> } {
   const perPage = Math.min(100, positive(req.query.get('per_page')) ?? 30);
   const page = positive(req.query.get('page')) ?? 1;
   const last = Math.max(1, Math.ceil(items.length / perPage));
@@ -356,6 +361,6 @@ function directory(req: RestRequest, sha: string, dir: string, ref: string): unk
 }
 
 export function answerRest(req: RestRequest): RestAnswer | null {
-  const handler = handlers[req.operationId];
+  const handler = handlers[req.operationId] ?? actionsHandlers[req.operationId];
   return handler === undefined ? null : handler(req);
 }

@@ -10,6 +10,11 @@
  * tokens and is the only credential GET /app and GET /app/installations take;
  * an installation token acts as `${slug}[bot]` and is the only credential
  * GET /installation/repositories takes.
+ *
+ * GitHub Actions: workflows a test registers in `model.actions` can be
+ * dispatched, their runs listed and read, their artifacts listed and
+ * downloaded; a download redirects to `storage`, a second server on another
+ * port (another origin) that records each request's headers.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { randomBytes, verify as verifySignature, type KeyObject } from 'node:crypto';
@@ -20,6 +25,7 @@ import { RepositoryModel } from './model.js';
 import { checkResponse, matchRoute, type SchemaSource } from './openapi.js';
 import { answerRest } from './rest.js';
 import { error } from './rest-shapes.js';
+import { startArtifactStorage, type ArtifactStorage } from './storage.js';
 import type { SchemaViolation } from './json-schema.js';
 import type { AppPermissionLevel, ModelApp } from './model.js';
 
@@ -72,7 +78,7 @@ export interface AppRegistration {
 
 /** What a proofgate App asks for: read and write what it reviews and merges, read what it checks. */
 export const DEFAULT_APP_PERMISSIONS: Readonly<Record<string, AppPermissionLevel>> = {
-  actions: 'read',
+  actions: 'write',
   checks: 'write',
   contents: 'write',
   issues: 'write',
@@ -108,6 +114,8 @@ export interface GitHubTestServer {
   readonly model: RepositoryModel;
   readonly requests: RecordedRequest[];
   readonly schemaChecks: SchemaCheck[];
+  /** Where artifact downloads redirect to (another origin), with every request it received. */
+  readonly storage: ArtifactStorage;
   failNext(failure: InjectedFailure): void;
   /**
    * Lets a GitHub App (its public key) mint installation tokens acting as
@@ -228,9 +236,14 @@ export async function startGitHubServer(options: GitHubTestServerOptions = {}): 
       path: restPath,
       web,
       api: url + restPrefix,
+      storageUrl: storage.url,
     });
     if (answer === null) reply(404, error('Not Found', 404));
-    else reply(answer.status, answer.body, answer.headers);
+    else if (answer.drop === 'reset') {
+      // The change is made, but the answer is lost on the way: recorded with status 0, the connection reset.
+      requests.push({ method, path: target.pathname, operation, status: 0 });
+      res.socket?.destroy();
+    } else reply(answer.status, answer.body, answer.headers);
   }
 
   function answerGraphql(raw: string): { status: number; body: unknown; name: string } {
@@ -316,6 +329,7 @@ export async function startGitHubServer(options: GitHubTestServerOptions = {}): 
     };
   }
 
+  const storage = await startArtifactStorage(model.actions);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   for (const login of tokens.values()) model.user(login);
@@ -326,6 +340,7 @@ export async function startGitHubServer(options: GitHubTestServerOptions = {}): 
     model,
     requests,
     schemaChecks,
+    storage,
     failNext(failure: InjectedFailure): void {
       failures.push({ ...failure, left: failure.times ?? 1 });
     },
@@ -351,9 +366,9 @@ export async function startGitHubServer(options: GitHubTestServerOptions = {}): 
       const appId = installationTokens.get(token);
       return appId === undefined ? null : (apps.get(appId)?.app ?? null);
     },
-    close(): Promise<void> {
+    async close(): Promise<void> {
       server.closeAllConnections();
-      return new Promise((resolve, reject) => server.close((err) => (err ? reject(err) : resolve())));
+      await Promise.all([new Promise<void>((resolve, reject) => server.close((err) => (err ? reject(err) : resolve()))), storage.close()]);
     },
   };
 }

@@ -1,0 +1,3 @@
+export * from './port.js';
+export * from './relay.js';
+export * from './socket.js';

@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { crc32, deflateRawSync, constants as zlibConstants } from 'node:zlib';
 import { afterAll, describe, expect, it } from 'vitest';
 import { isProofgateError } from '../../src/core/index.js';
+import { verifyOutcome, type Outcome } from '../proof/evidence-outcome.js';
 import { evidenceReason, packEvidenceBundle, verifyEvidenceBundle, type EvidenceExpectation, type EvidenceReason } from '../../src/proof/index.js';
 import { runCliAsync } from '../cli/helpers.js';
 import { FILES, PLAN, SCENARIO, bundle, entriesFor, manifestFor, streamingNames } from './evidence-zips.js';
@@ -50,22 +51,9 @@ function scratchPath(name: string): string {
 const RAW_CONTROL = /[\p{Cc}\p{Zl}\p{Zp}]/u;
 const RAW_FORMAT = /(?![\u200c\u200d])\p{Cf}/u;
 
-type Outcome = EvidenceReason | 'ACCEPTED';
-
 /** How verification ended: the refusal's reason (its message checked to be one well-formed line) or ACCEPTED. */
-async function outcome(source: Buffer | string, expectation?: EvidenceExpectation): Promise<Outcome> {
-  try {
-    await verifyEvidenceBundle(source, expectation);
-    return 'ACCEPTED';
-  } catch (error) {
-    expect(isProofgateError(error, 'EVIDENCE_INVALID'), String(error)).toBe(true);
-    const reason = evidenceReason(error);
-    expect(reason).not.toBeNull();
-    const message = (error as Error).message;
-    expect(message.startsWith(`${reason}: `)).toBe(true);
-    expect(message).not.toMatch(RAW_CONTROL);
-    return reason as EvidenceReason;
-  }
+function outcome(source: Buffer | string, expectation?: EvidenceExpectation): Promise<Outcome> {
+  return verifyOutcome(source, expectation, RAW_CONTROL);
 }
 
 /** The error verification throws (it must throw). */

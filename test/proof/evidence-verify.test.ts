@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as zlib from 'node:zlib';
 import { afterAll, describe, expect, it } from 'vitest';
-import { isProofgateError } from '../../src/core/index.js';
+import { verifyOutcome, type Outcome } from './evidence-outcome.js';
 import { EVIDENCE_REASONS, evidenceReason, verifyEvidenceBundle, type EvidenceExpectation, type EvidenceReason } from '../../src/proof/index.js';
 import { crc32ByTable } from '../../src/proof/evidence/crc32.js';
 import {
@@ -29,22 +29,9 @@ const MiB = 1024 * 1024;
 const scratch = mkdtempSync(join(tmpdir(), 'pg-evidence-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
-type Outcome = EvidenceReason | 'ACCEPTED';
-
 /** Verify, and say how it ended: the reason of the refusal (checked to be well-formed), or ACCEPTED. */
-async function outcome(source: Buffer | string, expectation?: EvidenceExpectation): Promise<Outcome> {
-  try {
-    await verifyEvidenceBundle(source, expectation);
-    return 'ACCEPTED';
-  } catch (error) {
-    expect(isProofgateError(error, 'EVIDENCE_INVALID'), String(error)).toBe(true);
-    const reason = evidenceReason(error);
-    expect(reason).not.toBeNull();
-    const message = (error as Error).message;
-    expect(message.startsWith(`${reason}: `)).toBe(true);
-    expect(message).not.toMatch(/[\n\r]/);
-    return reason as EvidenceReason;
-  }
+function outcome(source: Buffer | string, expectation?: EvidenceExpectation): Promise<Outcome> {
+  return verifyOutcome(source, expectation, /[\n\r]/);
 }
 
 /** A valid bundle's entries with `edit` applied to a copy. */

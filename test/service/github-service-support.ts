@@ -72,7 +72,13 @@ function post(url: string, headers: Record<string, string>, body: string): Promi
   });
 }
 
-export async function startServiceHarness(extra: Partial<GitHubServiceOptions> = {}): Promise<ServiceHarness> {
+/** What the harness's repository holds on main: the trusted config (default CONFIG) and more files. */
+export interface HarnessRepository {
+  readonly config?: string;
+  readonly mainFiles?: Readonly<Record<string, string>>;
+}
+
+export async function startServiceHarness(extra: Partial<GitHubServiceOptions> = {}, repository: HarnessRepository = {}): Promise<ServiceHarness> {
   const server = await startGitHubServer();
   const { model } = server;
   const keys = generateKeyPairSync('rsa', { modulusLength: 2048 });
@@ -150,7 +156,7 @@ export async function startServiceHarness(extra: Partial<GitHubServiceOptions> =
     },
     openPullRequest(branch = 'feature', options = {}) {
       if (mainSha === null) {
-        mainSha = repo.commit('main', { 'README.md': '# demo\n', '.proofgate.yml': CONFIG }, 'initial');
+        mainSha = repo.commit('main', { 'README.md': '# demo\n', ...repository.mainFiles, '.proofgate.yml': repository.config ?? CONFIG }, 'initial');
         model.setBranch('main', model.commit({ sha: mainSha, files: treeFiles(repo, mainSha) }));
       }
       const base = mainSha;

@@ -119,6 +119,8 @@ export interface GitHubServiceOptions {
   readonly throttle?: GitHubThrottleOptions;
   /** Every job event of this process's workers (tests, metrics). */
   readonly observe?: (event: JobEvent) => void;
+  /** How often a proof scenario's workflow run is looked at while it runs (default 10000 ms). */
+  readonly proofPollMs?: number;
 }
 
 export interface GitHubService {
@@ -226,7 +228,13 @@ export async function startGitHubService(options: GitHubServiceOptions): Promise
     // Proof scenarios run here jailed (local) or as a workflow dispatched on a protected branch of the repository.
     const proofProducers = (review: ReviewToolContext): ProofProducers => ({
       ...defaultProofProducers(review),
-      'github-workflow': githubWorkflowProducer({ octokit, owner, repo: name, clock }),
+      'github-workflow': githubWorkflowProducer({
+        octokit,
+        owner,
+        repo: name,
+        clock,
+        ...(options.proofPollMs === undefined ? {} : { pollIntervalMs: options.proofPollMs }),
+      }),
     });
     const reviewer = options.reviewer?.(repository, scratch) ?? panelReviewer({ dataDir: join(scratch, 'reviews'), storage: reviewRuns, proofProducers });
     const env: AutomergeEnvironment = {

@@ -18,7 +18,7 @@ import {
   type ProofPlanKey,
 } from './budget.js';
 import { escapeText } from './evidence/reasons.js';
-import { evidenceReason, verifyEvidenceBundle, type VerifiedBundle } from './evidence/index.js';
+import { DEFAULT_EVIDENCE_LIMITS, evidenceReason, verifyEvidenceBundle, type EvidenceLimits, type VerifiedBundle } from './evidence/index.js';
 import { checkPlan, planDigest } from './plan.js';
 import type { ProducerAnswer, ProofProducers } from './producers/types.js';
 import { findScenario, type ProofScenario, type ProofSettings } from './scenarios.js';
@@ -101,6 +101,17 @@ export function proofInstructions(headSha: string, coverage: ProofCoverage): str
   for (const tool of coverage.offered) lines.push(`- ${tool.name}: ${tool.description}`);
   for (const gap of coverage.gaps) lines.push(`Not offered: ${gap.scenarioId} (${gap.reason}: ${gap.message})`);
   return lines.join('\n');
+}
+
+/**
+ * The bundle limits of a scenario: `evidence.maxBytes` is what the bundle may
+ * expand to (the config's meaning), so it caps the archive and the expanded
+ * total alike (the total never past the verifier's default, which bounds
+ * what packing holds in memory); `maxEntries` counts the manifest.
+ */
+export function scenarioEvidenceLimits(scenario: ProofScenario): Partial<EvidenceLimits> {
+  const { maxBytes, maxEntries } = scenario.evidence;
+  return { maxArchiveBytes: maxBytes, maxTotalBytes: Math.min(maxBytes, DEFAULT_EVIDENCE_LIMITS.maxTotalBytes), maxEntries };
 }
 
 function keyOf(key: ProofPlanKey): string {
@@ -226,7 +237,7 @@ export function openProofSession(options: ProofSessionOptions): ProofSession {
         scenario: scenario.id,
         planDigest: entry.planDigest,
         headSha: entry.headSha,
-        limits: { maxArchiveBytes: scenario.evidence.maxBytes, maxEntries: scenario.evidence.maxEntries },
+        limits: scenarioEvidenceLimits(scenario),
       });
     } catch (error) {
       const reason = evidenceReason(error);

@@ -50,6 +50,7 @@ export function defaultProofProducers(review: ReviewToolContext): ProofProducers
       repoDir: review.repoDir,
       sandbox: review.trusted.sandbox,
       ...(review.trusted.cacheDir === undefined ? {} : { cacheDir: review.trusted.cacheDir }),
+      ...(review.config.limits === undefined ? {} : { limits: review.config.limits }),
     }),
   };
 }

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { canonicalJson, errorMessage, isProofgateError } from '../../core/index.js';
 import { PORTABLE_ENV, allowListedEnv, exportCommit, makeJobDir, prepareJobDir, runUntrusted, type JailLimits, type SandboxMode } from '../../host/index.js';
 import { makeReadOnly, removeSandbox } from '../../review/sandbox.js';
-import { packEvidenceBundle } from '../evidence/index.js';
+import { DEFAULT_EVIDENCE_LIMITS, packEvidenceBundle } from '../evidence/index.js';
 import { evidenceReason } from '../evidence/reasons.js';
 import type { ProducerAnswer, ProducerJob, ProofProducerRunner } from './types.js';
 
@@ -120,6 +120,10 @@ export function localProducer(options: LocalProducerOptions): ProofProducerRunne
           PROOFGATE_PROOF_SCENARIO: job.scenario.id,
           PROOFGATE_PROOF_PLAN_DIGEST: job.planDigest,
         });
+        // Exporting a large head takes time: what is left of the plan's time is measured again, and an abort seen, before the program starts.
+        const timeoutMs = Math.min(job.deadlineMs - now(), remainingMs);
+        if (job.signal.aborted) return incomplete('the review ended before the plan started');
+        if (timeoutMs <= 0) return incomplete('no time left before the plan deadline');
         job.onProgress?.(`running scenario ${job.scenario.id} on ${job.headSha.slice(0, 12)}`);
         const run = await runUntrusted({
           argv: producer.command,
@@ -131,7 +135,7 @@ export function localProducer(options: LocalProducerOptions): ProofProducerRunne
           ...(options.cacheDir === undefined ? {} : { cacheDir: options.cacheDir }),
           ...(options.limits === undefined ? {} : { limits: options.limits }),
           network: false,
-          timeoutMs: remainingMs,
+          timeoutMs,
           signal: job.signal,
           output: { maxBytes: STDOUT_KEEP, keep: 'tail', onOverflow: 'truncate' },
           stderr: { maxBytes: STDERR_KEEP, keep: 'tail' },
@@ -139,7 +143,7 @@ export function localProducer(options: LocalProducerOptions): ProofProducerRunne
         });
         if (run.startError !== null) return incomplete(`cannot start the scenario program: ${firstLine(run.startError)}`);
         if (run.aborted || job.signal.aborted) return incomplete('the review ended while the plan ran');
-        if (run.timedOut) return incomplete(`the scenario program ran out of time after ${Math.round(remainingMs / 1000)}s`);
+        if (run.timedOut) return incomplete(`the scenario program ran out of time after ${Math.round(timeoutMs / 1000)}s`);
         if (run.signal !== null) return incomplete(`the scenario program was killed by ${run.signal}`);
         if (run.exitCode !== 0) {
           const detail = firstLine(run.stderr.toString('utf8'));
@@ -155,7 +159,12 @@ export function localProducer(options: LocalProducerOptions): ProofProducerRunne
             planDigest: job.planDigest,
             headSha: job.headSha,
             out: bundle,
-            limits: { maxArchiveBytes: job.scenario.evidence.maxBytes, maxEntries: job.scenario.evidence.maxEntries },
+            // The same limits the session verifies with (scenarioEvidenceLimits): maxBytes is what the bundle may expand to.
+            limits: {
+              maxArchiveBytes: job.scenario.evidence.maxBytes,
+              maxTotalBytes: Math.min(job.scenario.evidence.maxBytes, DEFAULT_EVIDENCE_LIMITS.maxTotalBytes),
+              maxEntries: job.scenario.evidence.maxEntries,
+            },
           });
         } catch (error) {
           const reason = evidenceReason(error);

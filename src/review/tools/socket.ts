@@ -31,8 +31,10 @@ import type { LaneToolbox, LaneToolProgress, LaneToolResult } from './port.js';
  *   that are not MCP clients (see `PLAIN_PROTOCOL`).
  *
  * The jailed side is never trusted: lines are bounded, every request is
- * checked, and closing the server ends every connection and aborts every
- * running call.
+ * checked, a connection's requests are read only while its client reads
+ * the answers (see `lineIntake`), calls running at once are bounded per
+ * connection and per server (more are answered BUSY), and closing the
+ * server ends every connection and aborts every running call.
  */
 
 /** The protocol names a handshake may ask for. */

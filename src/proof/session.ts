@@ -342,8 +342,9 @@ export function openProofSession(options: ProofSessionOptions): ProofSession {
     }
   }
 
+  // A proof-focused review with nothing to offer still says so: every lane gets the toolbox, empty, with the gaps in its
+  // instructions (transports offer an empty toolbox nothing; the builtin proof reviewer holds on it).
   function openToolbox(lease: LaneToolLease): LaneToolbox | null {
-    if (tools.length === 0) return null;
     return {
       tools,
       instructions,

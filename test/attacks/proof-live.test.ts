@@ -698,7 +698,9 @@ describe('the proof session against evidence it must not believe', () => {
 
   it('a session for another head than the admitted one offers no tool at all', () => {
     const proof = session(recordingProducer(), { headSha: OTHER_HEAD });
-    expect(proof.open(LANE)).toBeNull();
+    const toolbox = proof.open(LANE);
+    expect(toolbox?.tools).toEqual([]);
+    expect(toolbox?.instructions).toContain('Not offered: ');
     expect(proof.coverage.offered).toEqual([]);
     expect(proof.coverage.gaps.map((gap) => gap.reason)).toEqual(['HEAD_MOVED', 'HEAD_MOVED']);
   });

@@ -153,6 +153,24 @@ describe('live proof on the local forge', () => {
     expect(stored?.review.reasons.join('\n')).toContain('evidence rejected (SYMLINK)');
   });
 
+  it('proof asked for only a scenario this host cannot run: no tool is offered, and the proof lane holds instead of confirming', async () => {
+    const web = [
+      '    - id: web',
+      '      description: a browser check that runs as a GitHub workflow',
+      '      producer: { kind: github-workflow, workflow: .github/workflows/proof.yml, artifact: proof-bundle }',
+      '      timeoutSeconds: 60',
+    ].join('\n');
+    const f = (fixture = await setup(web));
+    const id = await f.openChange('web-only', { 'greet.mjs': GREET + '// same\n' });
+    await finished((await f.command(id, '@proofgate proof web')).dispatch?.done);
+    const [stored] = reviews(f);
+    expect(stored?.review.verdict).toBe('HOLD');
+    expect(stored?.review.proofs).toEqual([]);
+    const lane = stored?.review.lanes.find((entry) => entry.lane_id === 'proof');
+    expect(lane?.result?.failure?.reason).toContain('no proof tool could be offered');
+    expect(lane?.result?.failure?.reason).toContain('web (UNAVAILABLE');
+  });
+
   it('a proof command from someone without write permission, or naming another head, is refused and runs nothing', async () => {
     const f = (fixture = await setup());
     const id = await f.openChange('polite2', { 'greet.mjs': GREET.replace('Hello', 'Hello') + '// same\n' });

@@ -67,10 +67,18 @@ export const proofReviewer: LaneAdapter = async (context): Promise<LaneRun> => {
   const evidencePath = join(request.evidence_dir, evidenceFileName(request.subject_id, request.head_sha, request.nonce));
   const lines = ['reviewer: builtin proof', `head: ${request.head_sha}`, `diff: ${request.diff.sha256}`, ''];
   const tools = context.tools;
-  if (tools === undefined || tools.tools.length === 0) {
-    lines.push('no proof tools were offered to this review: nothing to prove', '', 'findings: 0');
+  if (tools === undefined) {
+    lines.push('this review is not proof-focused: nothing to prove', '', 'findings: 0');
     await writeFile(evidencePath, `${lines.join('\n')}\n`);
     return { raw: semanticResult(context, evidencePath, [], 'CONFIRMED') };
+  }
+  if (tools.tools.length === 0) {
+    // Proof was asked for and none can be run: that is not a pass. The instructions name every gap.
+    const gaps = tools.instructions
+      .split('\n')
+      .filter((line) => line.startsWith('Not offered: '))
+      .join('; ');
+    return { raw: transportFailure(context, `proof was asked for, but no proof tool could be offered${gaps === '' ? '' : ` (${gaps})`}`.slice(0, 500)) };
   }
   const change = await readReviewedChange(context.repoDir, request, { maxBytes: DEFAULT_MAX_DIFF_BYTES, content: false, timeoutMs: context.lane.timeoutMs });
   const paths = [...new Set(change.files.map((file) => file.newPath ?? file.oldPath ?? ''))]

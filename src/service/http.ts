@@ -1,9 +1,11 @@
 /**
  * The service's HTTP front: `POST /webhooks` (GitHub deliveries, through the
- * intake), `GET /healthz` (the process answers) and `GET /readyz` (what the
- * caller's `ready()` says, within `readyTimeoutMs`). Answers are small JSON
- * objects; the status of a webhook answer is a pure function of the intake's
- * outcome.
+ * intake), `GET /healthz` (the process answers), `GET /readyz` (what the
+ * caller's `ready()` says, within `readyTimeoutMs`) and, when the caller
+ * passes its metrics, `GET /metrics` (Prometheus text; no secret needed, like
+ * the health routes). Answers are small JSON objects; the status of a webhook
+ * answer is a pure function of the intake's outcome, and every delivery's end
+ * is counted by the metrics (its event and outcome).
  *
  * Before any of a webhook body is read: a Content-Length over `maxBodyBytes`
  * (GitHub caps deliveries at 25 MiB) is 413, and a missing X-Hub-Signature-256,
@@ -30,6 +32,7 @@ import type { Logger } from 'pino';
 import { ProofgateError, errorMessage } from '../core/index.js';
 import { logText, type DeliveryFacts, type IntakeOutcome, type WebhookIntake } from './intake.js';
 import { WEBHOOK_PATH } from './manifest.js';
+import { METRICS_PATH, type ServiceMetrics } from './metrics.js';
 
 /** GitHub's cap on a webhook payload. */
 export const DEFAULT_MAX_BODY_BYTES = 25 * 1024 * 1024;
@@ -61,6 +64,8 @@ export interface ServiceServerOptions {
   readonly headersTimeoutMs?: number;
   /** How long /readyz waits for `ready()`; past it, 503 (default 2 s). */
   readonly readyTimeoutMs?: number;
+  /** The service's metrics: served on `GET /metrics`, and told each webhook delivery's end. Without them `/metrics` is 404. */
+  readonly metrics?: Pick<ServiceMetrics, 'contentType' | 'render' | 'webhookDelivery'>;
 }
 
 export interface ServiceServer {
@@ -231,8 +236,16 @@ function factsOf(outcome: IntakeOutcome): DeliveryFacts | null {
   }
 }
 
+/** The X-GitHub-Event header as sent (unverified: only ever a metrics label after `eventLabel` bounds it). */
+function eventHeader(req: IncomingMessage): string | null {
+  const value = req.headers['x-github-event'];
+  return (Array.isArray(value) ? value[0] : value) ?? null;
+}
+
 export async function createServiceServer(options: ServiceServerOptions): Promise<ServiceServer> {
-  const { intake, logger } = options;
+  const { intake, logger, metrics } = options;
+  /** Count a delivery's end (its event label is bounded by the metrics). */
+  const counted = (event: string | null, outcome: string): void => metrics?.webhookDelivery(event, outcome);
   const limit = positiveInteger('maxBodyBytes', options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES);
   const maxBuffered = positiveInteger('maxBufferedBytes', options.maxBufferedBytes ?? DEFAULT_BUFFERED_BODIES * limit);
   if (maxBuffered < limit) throw new ProofgateError('CONFIG', 'maxBufferedBytes must be at least maxBodyBytes');
@@ -264,6 +277,7 @@ export async function createServiceServer(options: ServiceServerOptions): Promis
       },
       message,
     );
+    counted(eventHeader(req), String(answer.body.outcome));
     send(res, answer, headers);
     discardRest(req, limit);
   };
@@ -279,6 +293,7 @@ export async function createServiceServer(options: ServiceServerOptions): Promis
 
   const webhook = async (req: IncomingMessage, res: ServerResponse, intake: WebhookIntake): Promise<void> => {
     if (stopping) {
+      counted(eventHeader(req), 'stopping');
       send(res, { status: 503, body: { accepted: false, outcome: 'stopping', error: 'the service is stopping' } }, { 'retry-after': '1', connection: 'close' });
       req.resume();
       return;
@@ -296,7 +311,10 @@ export async function createServiceServer(options: ServiceServerOptions): Promis
     }
     const hold: Hold = { bytes: 0 };
     const read = await readBody(req, limit, budget, hold);
-    if (read.kind === 'aborted') return;
+    if (read.kind === 'aborted') {
+      counted(eventHeader(req), 'aborted');
+      return;
+    }
     if (read.kind === 'too-large') {
       tooLarge(req, res);
       return;
@@ -334,7 +352,21 @@ export async function createServiceServer(options: ServiceServerOptions): Promis
     if (answer.status >= 500) logger.error(line, 'webhook delivery not recorded');
     else if (answer.status >= 400) logger.warn(line, 'webhook delivery refused');
     else logger.info(line, `webhook delivery ${outcome.kind}`);
+    counted(facts === null ? eventHeader(req) : facts.eventName, outcome.kind);
     send(res, answer);
+  };
+
+  const scrape = async (res: ServerResponse, served: Pick<ServiceMetrics, 'contentType' | 'render'>): Promise<void> => {
+    let text: string;
+    try {
+      text = await served.render();
+    } catch (error) {
+      logger.error({ err: errorMessage(error) }, 'metrics could not be read');
+      send(res, { status: 500, body: { error: 'metrics could not be read' } });
+      return;
+    }
+    res.writeHead(200, { 'content-type': served.contentType, 'content-length': Buffer.byteLength(text) });
+    res.end(text);
   };
 
   const readyz = async (res: ServerResponse): Promise<void> => {
@@ -373,6 +405,10 @@ export async function createServiceServer(options: ServiceServerOptions): Promis
       case '/readyz':
         if (only('GET')) await readyz(res);
         return;
+      case METRICS_PATH:
+        if (metrics === undefined) break;
+        if (only('GET')) await scrape(res, metrics);
+        return;
     }
     send(res, { status: 404, body: { error: `no such path: ${path}` } });
     req.resume();
@@ -393,6 +429,7 @@ export async function createServiceServer(options: ServiceServerOptions): Promis
   server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
     if (declaredTooLarge(req, limit)) {
       logger.warn({ deliveryId: headerText(req, 'x-github-delivery'), status: 413, limit }, 'webhook body over the limit');
+      if (intake !== undefined && (req.url ?? '/').split('?')[0] === WEBHOOK_PATH) counted(eventHeader(req), 'too-large');
       send(res, { status: 413, body: { accepted: false, outcome: 'too-large', error: `the body is over ${limit} bytes` } }, { connection: 'close' });
       return;
     }

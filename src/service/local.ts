@@ -19,8 +19,10 @@
  *   and no job running here are started again.
  * - At start, command comments that no process has applied yet are routed,
  *   and changes whose automerge is on and not merged are started again.
- * - HTTP (unless turned off): `/healthz`, and `/readyz`, ready while the
- *   store answers and the service is not stopping. No webhook route.
+ * - HTTP (unless turned off): `/healthz`, `/readyz`, ready while the store
+ *   answers and the service is not stopping, and `/metrics` (Prometheus
+ *   text: reviews, repairs and merges of this process's loops, the loops
+ *   running, the process). No webhook route.
  * - `stop(graceMs)`: no new work is taken (no new job starts; joining a job
  *   that runs is still allowed), running jobs get the grace period to end,
  *   then the rest are interrupted (`ChangeJobs.close` aborts them: each ends
@@ -36,6 +38,7 @@ import { openLocalAutomerge, type ChangeJobsOptions, type JobResult, type LocalA
 import { ZERO_OID, openLocalForge, type ChangeRecord, type LocalForge } from '../forge/local/index.js';
 import type { ForgeComment } from '../forge/port.js';
 import { createServiceServer, type ServiceServer } from './http.js';
+import { createServiceMetrics } from './metrics.js';
 
 export interface LocalServiceOptions {
   /** The git repository to follow. */
@@ -176,6 +179,9 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
   let server: ServiceServer | null = null;
   let stopping = false;
   const work = new AbortController();
+  // This service's own registry; the loops running are read from the automerge wiring once it is open.
+  let running = (): number => 0;
+  const metrics = createServiceMetrics({ runningLoops: () => running() });
   try {
     // Comments of any process reach the router through the automerge wiring's own tail of the store.
     let routeComment: (changeId: string, comment: ForgeComment) => Promise<void> = async () => undefined;
@@ -186,6 +192,7 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
       eventPollMs: pollMs,
       onComment: (changeId, comment) => routeComment(changeId, comment),
       onProgress: (progress) => logger.info({ changeId: progress.changeId, text: progress.text }, 'progress'),
+      observe: (observation) => metrics.automerge(observation),
       ...(options.clock === undefined ? {} : { clock: options.clock }),
       ...(options.waits === undefined ? {} : { waits: options.waits }),
       jobs: {
@@ -200,6 +207,7 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
       },
     });
     const am: LocalAutomerge = automerge;
+    running = () => am.jobs.running().length;
 
     /** Start the change's job when automerge is on, it is not merged and no job of it runs here. */
     const restartIfDue = async (changeId: string): Promise<void> => {
@@ -240,6 +248,7 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
         host: options.host,
         port: options.port,
         logger,
+        metrics,
         ready: async () => {
           if (stopping) return false;
           await forge.store.events.readAll({ afterPosition: after, limit: 1 });

@@ -25,7 +25,7 @@ import { builtinRepair } from './repair-module.js';
 import { panelReviewer } from './review-step.js';
 import { AutomergeRouter } from './router.js';
 import { SECRET_FILE, loadOrCreateSecret } from './secret.js';
-import type { AutomergeEnvironment, LoopProgress, RepairModule, Reviewer, WaitSettings } from './types.js';
+import type { AutomergeEnvironment, AutomergeObservation, LoopProgress, RepairModule, Reviewer, WaitSettings } from './types.js';
 import { ChangeSignals } from './waits.js';
 
 export const AUTOMERGE_NAMESPACE = 'automerge';
@@ -51,6 +51,8 @@ export interface LocalAutomergeOptions {
    * leaves this unset and comments only wake their change).
    */
   readonly onComment?: (changeId: string, comment: ForgeComment) => Promise<void>;
+  /** Told each review, repair and merge outcome (`AutomergeEnvironment.observe`: a service's metrics). */
+  readonly observe?: (observation: AutomergeObservation) => void;
 }
 
 export interface LocalAutomerge {
@@ -137,6 +139,7 @@ export async function openLocalAutomerge(options: LocalAutomergeOptions): Promis
       return Buffer.from(bytes).toString('utf8');
     },
     ...(options.onProgress === undefined ? {} : { onProgress: options.onProgress }),
+    ...(options.observe === undefined ? {} : { observe: options.observe }),
   };
   // The forge's review decision counts the approval records this wiring keeps (live bindings cached per base and head).
   const approvalFacts: FactsCache = new Map();

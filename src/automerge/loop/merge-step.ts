@@ -20,6 +20,12 @@ import type { AutomergeEnvironment } from './types.js';
 
 /** Refusals a merge may meet that change nothing: the loop records them and decides again. */
 const REFUSALS = new Set(['HEAD_MOVED', 'BASE_MOVED', 'NOT_MERGEABLE']);
+/** How each refusal is told to `env.observe`. */
+const REFUSAL_OUTCOMES: Readonly<Record<string, 'head-moved' | 'base-moved' | 'not-mergeable'>> = {
+  HEAD_MOVED: 'head-moved',
+  BASE_MOVED: 'base-moved',
+  NOT_MERGEABLE: 'not-mergeable',
+};
 
 export type MergeStepResult =
   | { readonly kind: 'merged'; readonly mergeCommit: string; readonly state: AutomergeLedgerState }
@@ -44,7 +50,10 @@ export async function runMergeStep(env: AutomergeEnvironment, snapshot: ChangeSn
   const refused = await env.store.stepUnless(changeId, 'merge-attempt', { attempt: id, head }, ({ state }) =>
     state.merged !== null ? 'the change is merged already' : automergeActive(state) ? null : 'automerge was stopped after the merge was decided',
   );
-  if (refused !== null) return { kind: 'refused', code: 'ABORTED', reason: refused };
+  if (refused !== null) {
+    env.observe?.({ kind: 'merge', outcome: 'stopped' });
+    return { kind: 'refused', code: 'ABORTED', reason: refused };
+  }
   let merged: { readonly mergeCommit: string; readonly state: AutomergeLedgerState };
   try {
     const result = await env.forge.merge(changeId, {
@@ -57,10 +66,15 @@ export async function runMergeStep(env: AutomergeEnvironment, snapshot: ChangeSn
     const state = await env.store.record(changeId, { type: 'merged', id, head, mergeCommit: result.sha, at: env.store.now() });
     merged = { mergeCommit: result.sha, state };
   } catch (error) {
-    if (!isProofgateError(error) || !REFUSALS.has(error.code)) throw error;
+    if (!isProofgateError(error) || !REFUSALS.has(error.code)) {
+      env.observe?.({ kind: 'merge', outcome: 'error' });
+      throw error;
+    }
     await env.store.record(changeId, { type: 'merge-failed', id, head, code: error.code, at: env.store.now() });
+    env.observe?.({ kind: 'merge', outcome: REFUSAL_OUTCOMES[error.code] ?? 'not-mergeable' });
     return { kind: 'refused', code: error.code, reason: error.message };
   }
+  env.observe?.({ kind: 'merge', outcome: 'merged' });
   await deleteMergedHead(env, snapshot, head, settings);
   return { kind: 'merged', ...merged };
 }

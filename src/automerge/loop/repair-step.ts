@@ -188,5 +188,6 @@ export async function runRepairStep(
     commits: result.kind === 'pushed' ? [...result.commits] : [],
     at: env.store.now(),
   });
+  env.observe?.({ kind: 'repair', repair: request.repair, outcome: result.kind });
   return result;
 }

@@ -170,6 +170,7 @@ export async function runReviewStep(
   const changeId = snapshot.id;
   proof ??= (await admittedProof(env, changeId, head)) ?? undefined;
   await env.store.record(changeId, { type: 'review-dispatched', id: reviewId, head, at: env.store.now() });
+  const started = performance.now();
   let result: ReviewResult;
   try {
     const repoDir = await env.forge.workspace.prepare(snapshot);
@@ -187,8 +188,10 @@ export async function runReviewStep(
     const failure = errorMessage(error);
     await env.store.step(changeId, 'review-failed', { review: reviewId, head, reason: failure });
     await env.store.record(changeId, { type: 'review-finished', id: reviewId, head, verdict: null, at: env.store.now() });
+    env.observe?.({ kind: 'review', verdict: 'failed', seconds: (performance.now() - started) / 1000 });
     return { reviewId, result: null, failure, comment: null };
   }
+  const seconds = (performance.now() - started) / 1000;
   const fields: ReviewVerdictFields = {
     kind: 'review-verdict',
     change: changeId,
@@ -218,5 +221,6 @@ export async function runReviewStep(
     findings: result.findings.map((finding) => ({ ...finding })),
   });
   await env.store.record(changeId, { type: 'review-finished', id: reviewId, head, verdict: result.verdict, at: env.store.now() });
+  env.observe?.({ kind: 'review', verdict: result.verdict, seconds });
   return { reviewId, result, failure: null, comment };
 }

@@ -9,7 +9,7 @@ import type { RepoConfig } from '../../contracts/repo-config.js';
 import type { ChangeSnapshot, Forge, ForgeCheck } from '../../forge/port.js';
 import type { ProofAdmission, ProofProducer } from '../../proof/index.js';
 import type { RunStorage } from '../../storage/policy-types.js';
-import type { RepairConfig, RepairContext, RepairFinding, RepairOutcome } from '../repair/index.js';
+import type { RepairConfig, RepairContext, RepairFinding, RepairKind, RepairOutcome } from '../repair/index.js';
 import type { MarkerSecret, Verdict, VerdictBindings } from '../markers.js';
 import type { LedgerStore } from './ledger-store.js';
 import type { ChangeSignals, WaitSettings } from './waits.js';
@@ -55,6 +55,25 @@ export interface LoopProgress {
   readonly at: string;
   readonly text: string;
 }
+
+/**
+ * An outcome the loop has just recorded in the ledger, as `AutomergeEnvironment.observe`
+ * receives it (metrics). Every value is from a small fixed set: never a change
+ * id, a sha, a login or free text.
+ *
+ * - `review`: a review ended with a verdict, or `failed` (a transport-class
+ *   end: no verdict); `seconds`: from preparing the review's workspace to the
+ *   verdict (monotonic clock).
+ * - `repair`: a repair of `repair` kind ended `pushed`, `no-change` or `failed`.
+ * - `merge`: a merge at the reviewed head: `merged`; refused by the forge with
+ *   nothing changed (`head-moved`, `base-moved`, `not-mergeable`); not tried
+ *   because automerge was stopped (or the change merged) since the decision
+ *   (`stopped`); or failed with another error (`error`, the loop ends with it).
+ */
+export type AutomergeObservation =
+  | { readonly kind: 'review'; readonly verdict: Verdict | 'failed'; readonly seconds: number }
+  | { readonly kind: 'repair'; readonly repair: RepairKind; readonly outcome: RepairOutcome['kind'] }
+  | { readonly kind: 'merge'; readonly outcome: 'merged' | 'head-moved' | 'base-moved' | 'not-mergeable' | 'stopped' | 'error' };
 
 /** What `AutomergeEnvironment.baseChecks` is asked for. */
 export interface BaseChecksRequest {
@@ -107,4 +126,10 @@ export interface AutomergeEnvironment {
   readonly approvals?: RunStorage;
   /** The kinds of proof producer this host runs (default: `local`): a scenario of another kind is not offered. */
   readonly proofProducers?: readonly ProofProducer['kind'][];
+  /**
+   * Told each review, repair and merge outcome right after the ledger records
+   * it (a service's metrics). Called inside the loop's step: it must be
+   * quick and must not throw.
+   */
+  readonly observe?: (observation: AutomergeObservation) => void;
 }

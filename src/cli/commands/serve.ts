@@ -28,7 +28,7 @@ Two ways to run:
       commands of comments posted by any process (e.g. 'proofgate change
       comment' in another terminal); a push to a change's branch or to its
       base wakes that change, or starts its automerge again when it is on.
-      HTTP: GET /healthz and GET /readyz only.
+      HTTP: GET /healthz, GET /readyz and GET /metrics; no webhooks.
 
   proofgate serve                a GitHub App, from the PROOFGATE_GITHUB_*
       settings (docs/service.md): POST /webhooks takes signed deliveries
@@ -39,6 +39,11 @@ Two ways to run:
       at a time, a change that waits frees its worker, a dead worker's jobs
       are taken over. A reconciliation pass at start and every 10 minutes
       finds what missed deliveries left behind.
+
+Both answer GET /metrics with Prometheus text (no secret asked, like
+/healthz): reviews, repairs and merges, and for the GitHub App webhook
+deliveries, queue depth, job durations and GitHub requests (docs/service.md,
+"Metrics"). Keep the port off the internet, or put a proxy in front.
 
 Logs are JSON lines (pino) on stderr: a "listening" line with the URL (useful
 with --port 0, which picks a free port), a line per step of an automerge job,
@@ -122,7 +127,7 @@ export function registerServeCommands(program: Command): void {
     .option('--data <dir>', 'state directory (default: $PROOFGATE_DATA_DIR, else .git/proofgate/ of the repository with --repo, else ~/.proofgate)')
     .option('--database-url <url>', 'PostgreSQL for the GitHub App service, shared by several processes (default: $PROOFGATE_DATABASE_URL)')
     .option('--workers <n>', 'jobs run at once in this process, 1 to 64 (default 1)')
-    .option('--port <n>', 'HTTP port (/webhooks, /healthz, /readyz); 0 picks a free one (default 8080)')
+    .option('--port <n>', 'HTTP port (/webhooks, /healthz, /readyz, /metrics); 0 picks a free one (default 8080)')
     .option('--host <host>', 'address to listen on (default 127.0.0.1)')
     .option('--no-http', 'listen on nothing')
     .option(

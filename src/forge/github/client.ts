@@ -2,7 +2,9 @@
  * Octokit client factory: token or GitHub App auth, a configurable base URL
  * (GitHub Enterprise, the test server), the throttling and retry plugins with
  * delays a caller can shorten (tests) and logs routed to an injected pino
- * logger. Secrets never reach the logger.
+ * logger. Secrets never reach the logger. An `observe` callback is told the
+ * end of every request (its route template, its status, the rate limit left):
+ * a service's metrics.
  */
 import { Octokit } from '@octokit/core';
 import { createAppAuth } from '@octokit/auth-app';
@@ -42,6 +44,20 @@ export interface GitHubThrottleOptions {
   readonly notificationIntervalMs?: number;
 }
 
+/** The end of one request as `GitHubClientOptions.observe` is told it. */
+export interface GitHubRequestObservation {
+  /**
+   * The method and route template as the caller named it
+   * (`GET /repos/{owner}/{repo}/pulls/{pull_number}`, `POST /graphql`), never
+   * the filled URL; the base URL is left out.
+   */
+  readonly route: string;
+  /** The status GitHub answered, or null when no answer came (connection refused, timeout, aborted). */
+  readonly status: number | null;
+  /** From the answer's `x-ratelimit-remaining` and `x-ratelimit-resource` headers, when it had them. */
+  readonly rateLimit: { readonly remaining: number; readonly resource: string | null } | null;
+}
+
 export interface GitHubClientOptions {
   readonly auth: GitHubAuth;
   /** REST base URL; default https://api.github.com. GHE: https://HOST/api/v3. */
@@ -50,6 +66,12 @@ export interface GitHubClientOptions {
   readonly retry?: GitHubRetryOptions;
   readonly throttle?: GitHubThrottleOptions;
   readonly logger?: Logger;
+  /**
+   * Told the end of every request: once per request as the caller sees it
+   * (after the retry and throttling plugins, so a request retried twice is
+   * told once, with its last answer). It must not throw.
+   */
+  readonly observe?: (observation: GitHubRequestObservation) => void;
 }
 
 /** Status codes whose answer is a judgment, never retried (405 not mergeable, 409 head moved ...). */
@@ -89,15 +111,65 @@ export function createGitHubClient(options: GitHubClientOptions): GitHubOctokit 
     log: octokitLog(logger),
   };
   const auth = options.auth;
+  let octokit: GitHubOctokit;
   if (auth.kind === 'token') {
     if (auth.token.trim() === '') throw new ProofgateError('CONFIG', 'GitHub token is empty');
-    return new GitHubOctokit({ ...common, auth: auth.token });
+    octokit = new GitHubOctokit({ ...common, auth: auth.token });
+  } else {
+    if (auth.privateKey.trim() === '') throw new ProofgateError('CONFIG', 'GitHub App private key is empty');
+    octokit = new GitHubOctokit({
+      ...common,
+      authStrategy: createAppAuth,
+      auth: { appId: auth.appId, privateKey: auth.privateKey, ...(auth.installationId === undefined ? {} : { installationId: auth.installationId }) },
+    });
   }
-  if (auth.privateKey.trim() === '') throw new ProofgateError('CONFIG', 'GitHub App private key is empty');
-  return new GitHubOctokit({
-    ...common,
-    authStrategy: createAppAuth,
-    auth: { appId: auth.appId, privateKey: auth.privateKey, ...(auth.installationId === undefined ? {} : { installationId: auth.installationId }) },
+  if (options.observe !== undefined) observeRequests(octokit, options.observe);
+  return octokit;
+}
+
+interface RequestOptions {
+  readonly method?: unknown;
+  readonly url?: unknown;
+  readonly baseUrl?: unknown;
+}
+
+type Headers = Readonly<Record<string, unknown>> | undefined;
+
+/** `GET /repos/{owner}/{repo}`: the method and the route template of a request's options, without the base URL. Pure. */
+export function requestRoute(options: RequestOptions): string {
+  const method = typeof options.method === 'string' ? options.method.toUpperCase() : 'GET';
+  let url = typeof options.url === 'string' ? options.url : '';
+  const base = typeof options.baseUrl === 'string' ? options.baseUrl.replace(/\/+$/, '') : '';
+  if (base !== '' && url.startsWith(base)) url = url.slice(base.length);
+  return `${method} ${url.split('?')[0] ?? ''}`;
+}
+
+function rateLimitOf(headers: Headers): GitHubRequestObservation['rateLimit'] {
+  const remaining = headers?.['x-ratelimit-remaining'];
+  const text = typeof remaining === 'number' ? String(remaining) : remaining;
+  if (typeof text !== 'string' || !/^\d{1,12}$/.test(text)) return null;
+  const resource = headers?.['x-ratelimit-resource'];
+  return { remaining: Number(text), resource: typeof resource === 'string' ? resource : null };
+}
+
+/**
+ * The outermost hooks on `request` (added after the plugins, whose hooks run
+ * inside them): each request's end is told once, with the answer the caller
+ * gets. An error hook rethrows what it was given, so nothing else changes.
+ */
+function observeRequests(octokit: GitHubOctokit, observe: (observation: GitHubRequestObservation) => void): void {
+  const tell = (options: RequestOptions, status: number | null, headers: Headers): void => {
+    try {
+      observe({ route: requestRoute(options), status, rateLimit: rateLimitOf(headers) });
+    } catch {
+      // metrics must never change what a request does
+    }
+  };
+  octokit.hook.after('request', (response, options) => tell(options, response.status, response.headers));
+  octokit.hook.error('request', (error, options) => {
+    const answered = (error as { response?: { status?: unknown; headers?: Headers } }).response;
+    tell(options, typeof answered?.status === 'number' ? answered.status : null, answered?.headers);
+    throw error;
   });
 }
 

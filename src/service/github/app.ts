@@ -7,7 +7,13 @@
  */
 import type { Logger } from 'pino';
 import { ProofgateError } from '../../core/index.js';
-import { createGitHubClient, type GitHubOctokit, type GitHubRetryOptions, type GitHubThrottleOptions } from '../../forge/github/client.js';
+import {
+  createGitHubClient,
+  type GitHubOctokit,
+  type GitHubRequestObservation,
+  type GitHubRetryOptions,
+  type GitHubThrottleOptions,
+} from '../../forge/github/client.js';
 import { forgeError } from '../../forge/github/errors.js';
 import type { GitHubAppSettings } from '../settings.js';
 
@@ -16,6 +22,8 @@ export interface GitHubAppClientOptions {
   readonly logger?: Logger;
   readonly retry?: GitHubRetryOptions;
   readonly throttle?: GitHubThrottleOptions;
+  /** Told the end of every request of every client made here (metrics): `installationId` null for the App's own (JWT) requests. */
+  readonly observe?: (observation: GitHubRequestObservation, installationId: number | null) => void;
 }
 
 /** The App as `GET /app` describes it. */
@@ -57,8 +65,9 @@ export class GitHubAppClient {
   }
 
   #client(installationId: number | undefined): GitHubOctokit {
-    const { settings } = this.#options;
+    const { settings, observe } = this.#options;
     return createGitHubClient({
+      ...(observe === undefined ? {} : { observe: (observation: GitHubRequestObservation) => observe(observation, installationId ?? null) }),
       auth: { kind: 'app', appId: settings.appId, privateKey: settings.privateKey, ...(installationId === undefined ? {} : { installationId }) },
       baseUrl: settings.apiUrl,
       ...(this.#options.logger === undefined ? {} : { logger: this.#options.logger }),

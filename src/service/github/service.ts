@@ -58,6 +58,7 @@ import { createLocalRunStorage } from '../../storage/sqlite/index.js';
 import { createServiceServer, type ServiceServer } from '../http.js';
 import { createWebhookIntake, logText, type AcceptedDelivery } from '../intake.js';
 import { createPostgresJobQueue, createSqliteJobQueue, type JobEvent, type JobQueue, type JobRunner, type TakenJob } from '../jobs/index.js';
+import { createServiceMetrics } from '../metrics.js';
 import type { GitHubAppSettings } from '../settings.js';
 import { GitHubAppClient, type AppIdentity } from './app.js';
 import { loadOrCreatePostgresSecret } from './secret.js';
@@ -160,9 +161,17 @@ export async function startGitHubService(options: GitHubServiceOptions): Promise
   const { logger } = options;
   const clock = options.clock ?? systemClock;
   const reconcileMs = options.reconcileMs ?? 600_000;
+  // This service's own registry (GET /metrics): the queue and the contexts are read at each scrape, once they exist.
+  const metrics = createServiceMetrics({
+    webhooks: true,
+    github: true,
+    queue: { port: { counts: () => queue.counts() }, tasks: Object.values(TASK) },
+    runningLoops: () => made.reduce((sum, context) => sum + context.jobs.running().length, 0),
+  });
   const client = new GitHubAppClient({
     settings: options.app,
     logger,
+    observe: (observation, installationId) => metrics.githubRequest(observation, installationId),
     ...(options.retry === undefined ? {} : { retry: options.retry }),
     ...(options.throttle === undefined ? {} : { throttle: options.throttle }),
   });
@@ -251,6 +260,7 @@ export async function startGitHubService(options: GitHubServiceOptions): Promise
       reviewRuns,
       approvals: storage,
       proofProducers: ['local', 'github-workflow'],
+      observe: (observation) => metrics.automerge(observation),
     };
     const started = new Map<string, Promise<JobResult>[]>();
     const jobs = new ChangeJobs(env, {
@@ -433,6 +443,7 @@ export async function startGitHubService(options: GitHubServiceOptions): Promise
     ...(options.retakeMs === undefined ? {} : { retakeMs: options.retakeMs }),
     ...(options.pollMs === undefined ? {} : { pollMs: options.pollMs }),
     observe: (event) => {
+      metrics.jobEvent(event);
       options.observe?.(event);
       if (event.kind === 'failed')
         logger.warn({ task: event.job.task, queue: event.job.queue, attempt: event.job.attempt, final: event.final, err: event.error }, 'job failed');
@@ -449,7 +460,9 @@ export async function startGitHubService(options: GitHubServiceOptions): Promise
     await intakeStorage.eventStore.revision('service/ready');
     return true;
   };
-  const server: ServiceServer | null = options.http ? await createServiceServer({ host: options.host, port: options.port, intake, ready, logger }) : null;
+  const server: ServiceServer | null = options.http
+    ? await createServiceServer({ host: options.host, port: options.port, intake, ready, logger, metrics })
+    : null;
   logger.info({ url: server?.url ?? null, app: app.slug, storage: options.storage.kind }, 'listening');
 
   let resolveStopped: () => void = () => undefined;

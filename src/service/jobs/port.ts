@@ -108,6 +108,19 @@ export interface ListedJob {
   readonly failed: boolean;
 }
 
+/** How many jobs of one task are in each state, as `JobQueue.counts` tells. */
+export interface JobCounts {
+  readonly task: string;
+  /** Waiting, and due (its run time has come): work not started yet. */
+  readonly due: number;
+  /** Waiting for a later run time (a parked change's resume, the next reconciliation pass, a retry's backoff). */
+  readonly scheduled: number;
+  /** Held by a worker now. */
+  readonly running: number;
+  /** Kept as failed (`ListedJob.failed`): never run again. */
+  readonly failed: number;
+}
+
 export interface JobQueue {
   readonly kind: 'sqlite' | 'postgres';
   add(spec: JobSpec): Promise<void>;
@@ -115,6 +128,12 @@ export interface JobQueue {
   run(options: JobRunnerOptions): Promise<JobRunner>;
   /** Every job not yet completed, oldest runAt first. */
   list(): Promise<ListedJob[]>;
+  /**
+   * The jobs not yet completed, counted per task and state by one grouped
+   * query (no payload is read): one entry per task that has any, by task
+   * name. Cheap enough for every metrics scrape.
+   */
+  counts(): Promise<JobCounts[]>;
   /** Resolves when the queue's database answers (for /readyz); rejects otherwise. */
   ping(): Promise<void>;
   close(): Promise<void>;

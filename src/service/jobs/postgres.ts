@@ -40,6 +40,7 @@ import {
   failureText,
   notifyObserver,
   runnerSettings,
+  type JobCounts,
   type JobEvent,
   type JobQueue,
   type JobRunner,
@@ -287,6 +288,24 @@ export async function createPostgresJobQueue(options: PostgresJobQueueOptions): 
           failed: row.locked_by === null && row.attempts >= row.max_attempts,
         });
       });
+    },
+    async counts(): Promise<JobCounts[]> {
+      live();
+      try {
+        const { rows } = await pool.query<JobCounts>(
+          `SELECT t.identifier AS task,
+             count(*) FILTER (WHERE j.locked_by IS NULL AND j.attempts < j.max_attempts AND j.run_at <= now())::int AS due,
+             count(*) FILTER (WHERE j.locked_by IS NULL AND j.attempts < j.max_attempts AND j.run_at > now())::int AS scheduled,
+             count(*) FILTER (WHERE j.locked_by IS NOT NULL)::int AS running,
+             count(*) FILTER (WHERE j.locked_by IS NULL AND j.attempts >= j.max_attempts)::int AS failed
+           FROM ${s}._private_jobs j
+           JOIN ${s}._private_tasks t ON t.id = j.task_id
+           GROUP BY t.identifier ORDER BY t.identifier`,
+        );
+        return rows.map((row) => Object.freeze({ ...row }));
+      } catch (error) {
+        throw databaseFailure(error);
+      }
     },
     async ping(): Promise<void> {
       live();

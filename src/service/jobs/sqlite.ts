@@ -31,6 +31,7 @@ import {
   notifyObserver,
   retryDelayMs,
   runnerSettings,
+  type JobCounts,
   type JobQueue,
   type JobRunner,
   type JobRunnerOptions,
@@ -146,6 +147,14 @@ function statements(db: Database.Database) {
       `INSERT INTO proofgate_jobs (task, queue, job_key, live_key, payload, run_at, max_attempts, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
     list: db.prepare<[], JobRow>('SELECT * FROM proofgate_jobs ORDER BY run_at, id'),
+    counts: db.prepare<[{ now: number }], JobCounts>(
+      `SELECT task,
+         count(*) FILTER (WHERE locked_by IS NULL AND attempts < max_attempts AND run_at <= @now) AS due,
+         count(*) FILTER (WHERE locked_by IS NULL AND attempts < max_attempts AND run_at > @now) AS scheduled,
+         count(*) FILTER (WHERE locked_by IS NOT NULL) AS running,
+         count(*) FILTER (WHERE locked_by IS NULL AND attempts >= max_attempts) AS failed
+       FROM proofgate_jobs GROUP BY task ORDER BY task`,
+    ),
     take: db.prepare<[{ now: number; worker: string; tasks: string; wall: number }], JobRow>(
       `UPDATE proofgate_jobs SET attempts = attempts + 1, locked_by = @worker, locked_at = @wall
        WHERE id = (
@@ -276,6 +285,14 @@ export function createSqliteJobQueue(options: SqliteJobQueueOptions): JobQueue {
       live();
       try {
         return sql.list.all().map(listed);
+      } catch (error) {
+        throw sqliteFailure(error, file);
+      }
+    },
+    async counts(): Promise<JobCounts[]> {
+      live();
+      try {
+        return sql.counts.all({ now: shared.clock.now().getTime() }).map((row) => Object.freeze({ ...row }));
       } catch (error) {
         throw sqliteFailure(error, file);
       }

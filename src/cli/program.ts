@@ -11,6 +11,7 @@ import { registerGitHubCommands } from './commands/github.js';
 import { registerReviewCommands } from './commands/review.js';
 import { registerRunsCommands } from './commands/runs.js';
 import { registerServeCommands } from './commands/serve.js';
+import { registerTokenCommands } from './commands/token.js';
 import { EXIT, commandExit, reportError } from './io.js';
 
 function packageVersion(): string {
@@ -56,6 +57,7 @@ export function buildProgram(): Command {
   registerReviewCommands(program);
   registerRunsCommands(program);
   registerServeCommands(program);
+  registerTokenCommands(program);
   for (const command of program.commands) command.exitOverride();
   return program;
 }

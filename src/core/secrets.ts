@@ -89,6 +89,13 @@ export const SECRET_CATALOGUE: readonly SecretPattern[] = [
     review: true,
   },
   {
+    id: 'proofgate-token',
+    description: 'proofgate identity token (`proofgate token create`)',
+    pattern: new RegExp(`${WORD_START}pgt_[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])`, 'g'),
+    keep: 'none',
+    review: true,
+  },
+  {
     id: 'slack-token',
     description: 'Slack token',
     pattern: /(?:xox[abeposr]-[A-Za-z0-9-]{10,}|xapp-\d-[A-Za-z0-9-]{10,})/g,

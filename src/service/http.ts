@@ -25,11 +25,23 @@
  *
  * Text from headers and payloads reaches the log only through `logText`
  * (secret-looking parts redacted, cut to 200 characters).
+ *
+ * With `checkHost` (`proofgate serve --repo`), every request's Host header
+ * must name the bound address and port (`localhost:port` too when bound to
+ * loopback; any name with the bound port when bound to a wildcard address),
+ * else 421 with a JSON error: a web page whose name was rebound to this
+ * address cannot reach the server (DNS rebinding). With `api`, `GET /api/...`
+ * is answered by it for a caller named by `Authorization: Bearer <token>`
+ * with at least read permission; on a server bound to loopback only, reads
+ * may come without a token. A missing (off loopback), malformed, unknown or
+ * revoked token is 401; too little permission is 403.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { ProofgateError, errorMessage } from '../core/index.js';
+import type { RepoPermission } from '../forge/port.js';
+import { bearerToken, isTokenShape, permits } from './identities.js';
 import { logText, type DeliveryFacts, type IntakeOutcome, type WebhookIntake } from './intake.js';
 import { WEBHOOK_PATH } from './manifest.js';
 import { METRICS_PATH, type ServiceMetrics } from './metrics.js';
@@ -66,6 +78,58 @@ export interface ServiceServerOptions {
   readonly readyTimeoutMs?: number;
   /** The service's metrics: served on `GET /metrics`, and told each webhook delivery's end. Without them `/metrics` is 404. */
   readonly metrics?: Pick<ServiceMetrics, 'contentType' | 'render' | 'webhookDelivery'>;
+  /** Refuse (421) a request whose Host header does not name this server (see the module comment). Default false. */
+  readonly checkHost?: boolean;
+  /** The JSON API under `/api/`; without it `/api/...` is 404. */
+  readonly api?: ServiceApi;
+}
+
+/** Who is asking, as the API's `authenticate` found them. */
+export interface ApiCaller {
+  readonly login: string;
+  /** The effective permission (the lower of the token's and the trusted config's). */
+  readonly permission: RepoPermission;
+}
+
+/** The JSON API of a service: reads under `/api/`. */
+export interface ServiceApi {
+  /** The caller a well-formed bearer token names, or null (unknown or revoked). */
+  authenticate(token: string): Promise<ApiCaller | null>;
+  /** The answer to `GET path` (path starts with `/api/`), or null: no such path. `caller` is null for an anonymous read on loopback. */
+  get(path: string, caller: ApiCaller | null): Promise<Answer | null>;
+}
+
+/** The address a server is bound to. */
+export interface BoundAddress {
+  readonly address: string;
+  readonly family: string;
+  readonly port: number;
+}
+
+/** Whether `address` is a loopback address (127.0.0.0/8, ::1, or IPv4-mapped 127.x). Pure. */
+export function isLoopbackAddress(address: string): boolean {
+  return address === '::1' || /^(::ffff:)?127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/i.test(address);
+}
+
+/**
+ * Why a Host header does not name the bound server, or null when it does
+ * (pure). Bound to one address: `address:port` (IPv6 in brackets), plus
+ * `localhost:port` on loopback, and the bare name when the port is 80.
+ * Bound to a wildcard (0.0.0.0, ::): any name, with the bound port.
+ */
+export function hostProblem(header: string | undefined, bound: BoundAddress): string | null {
+  if (header === undefined || header === '') return 'the request has no Host header';
+  const host = header.trim().toLowerCase();
+  const wildcard = bound.address === '0.0.0.0' || bound.address === '::';
+  if (wildcard) {
+    const match = /^(?:\[[0-9a-f:.]+\]|[a-z0-9.-]+)(?::(\d{1,5}))?$/.exec(host);
+    const port = match === null ? null : match[1] === undefined ? 80 : Number(match[1]);
+    return port === bound.port ? null : `the Host header does not name this server's port ${bound.port}`;
+  }
+  const name = bound.family === 'IPv6' ? `[${bound.address.toLowerCase()}]` : bound.address;
+  const names = isLoopbackAddress(bound.address) ? [name, 'localhost'] : [name];
+  const allowed = names.flatMap((entry) => (bound.port === 80 ? [`${entry}:80`, entry] : [`${entry}:${bound.port}`]));
+  return allowed.includes(host) ? null : `the Host header does not name this server (${allowed[0] as string})`;
 }
 
 export interface ServiceServer {
@@ -243,7 +307,9 @@ function eventHeader(req: IncomingMessage): string | null {
 }
 
 export async function createServiceServer(options: ServiceServerOptions): Promise<ServiceServer> {
-  const { intake, logger, metrics } = options;
+  const { intake, logger, metrics, api } = options;
+  /** Known once listening (no request is handled before). */
+  let bound: BoundAddress | null = null;
   /** Count a delivery's end (its event label is bounded by the metrics). */
   const counted = (event: string | null, outcome: string): void => metrics?.webhookDelivery(event, outcome);
   const limit = positiveInteger('maxBodyBytes', options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES);
@@ -385,15 +451,58 @@ export async function createServiceServer(options: ServiceServerOptions): Promis
     send(res, ready ? { status: 200, body: { status: 'ready' } } : { status: 503, body: { status: 'not-ready' } });
   };
 
+  const apiRequest = async (req: IncomingMessage, res: ServerResponse, path: string, served: ServiceApi, at: BoundAddress): Promise<void> => {
+    const unauthorized = (error: string): void => send(res, { status: 401, body: { error } }, { 'www-authenticate': 'Bearer realm="proofgate"' });
+    const bearer = bearerToken(req.headers.authorization);
+    if ('problem' in bearer) return unauthorized(bearer.problem);
+    let caller: ApiCaller | null = null;
+    if (bearer.token !== null) {
+      caller = isTokenShape(bearer.token) ? await served.authenticate(bearer.token) : null;
+      if (caller === null) {
+        logger.warn({ path: logText(path), status: 401 }, 'api request with an unknown or revoked token');
+        return unauthorized('the token is unknown or revoked');
+      }
+      if (!permits(caller.permission, 'read')) {
+        send(res, { status: 403, body: { error: `${caller.login} may not read (permission ${caller.permission})` } });
+        return;
+      }
+    } else if (!isLoopbackAddress(at.address)) {
+      return unauthorized('this server needs a token to read: Authorization: Bearer <token>');
+    }
+    const answer = await served.get(path, caller);
+    send(res, answer ?? { status: 404, body: { error: `no such path: ${path}` } });
+  };
+
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    const path = (req.url ?? '/').split('?')[0];
+    const path = (req.url ?? '/').split('?')[0] as string;
     const method = req.method ?? 'GET';
+    if (bound === null) {
+      send(res, { status: 503, body: { error: 'the server is starting' } }, { 'retry-after': '1' });
+      req.resume();
+      return;
+    }
+    if (options.checkHost === true) {
+      const wrongHost = hostProblem(req.headers.host, bound);
+      if (wrongHost !== null) {
+        logger.warn({ host: headerText(req, 'host'), path: logText(path), status: 421 }, 'request for another host refused');
+        send(res, { status: 421, body: { error: wrongHost } }, { connection: 'close' });
+        req.resume();
+        return;
+      }
+    }
     const only = (allowed: string): boolean => {
       if (method === allowed || (allowed === 'GET' && method === 'HEAD')) return true;
       send(res, { status: 405, body: { error: `${method} is not allowed on ${path}` } }, { allow: allowed === 'GET' ? 'GET, HEAD' : allowed });
       req.resume();
       return false;
     };
+    if (api !== undefined && (path === '/api' || path.startsWith('/api/'))) {
+      if (only('GET')) {
+        req.resume();
+        await apiRequest(req, res, path, api, bound);
+      }
+      return;
+    }
     switch (path) {
       case WEBHOOK_PATH:
         if (intake === undefined) break;
@@ -445,6 +554,7 @@ export async function createServiceServer(options: ServiceServerOptions): Promis
     });
   });
   const address = server.address() as AddressInfo;
+  bound = { address: address.address, family: address.family, port: address.port };
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   let closing: Promise<void> | null = null;
   const stop = async (): Promise<void> => {

@@ -22,7 +22,12 @@
  * - HTTP (unless turned off): `/healthz`, `/readyz`, ready while the store
  *   answers and the service is not stopping, and `/metrics` (Prometheus
  *   text: reviews, repairs and merges of this process's loops, the loops
- *   running, the process). No webhook route.
+ *   running, the process). No webhook route. Every request's Host header
+ *   must name the server (DNS rebinding), and the read API: `GET
+ *   /api/changes` and `GET /api/changes/:id`, for a bearer token of the
+ *   data directory's identities (`proofgate token create`) with at least
+ *   read permission (the lower of the token's and the trusted config's), or
+ *   without a token when the server listens on loopback only.
  * - `stop(graceMs)`: no new work is taken (no new job starts; joining a job
  *   that runs is still allowed), running jobs get the grace period to end,
  *   then the rest are interrupted (`ChangeJobs.close` aborts them: each ends
@@ -37,7 +42,8 @@ import { parseCommands } from '../automerge/commands.js';
 import { openLocalAutomerge, type ChangeJobsOptions, type JobResult, type LocalAutomerge, type WaitSettings } from '../automerge/loop/index.js';
 import { ZERO_OID, openLocalForge, type ChangeRecord, type LocalForge } from '../forge/local/index.js';
 import type { ForgeComment } from '../forge/port.js';
-import { createServiceServer, type ServiceServer } from './http.js';
+import { createServiceServer, type Answer, type ApiCaller, type ServiceApi, type ServiceServer } from './http.js';
+import { effectivePermission, openIdentityStore, type IdentityStore } from './identities.js';
 import { createServiceMetrics } from './metrics.js';
 
 export interface LocalServiceOptions {
@@ -124,6 +130,56 @@ export function refWakes(moves: readonly RefMove[], open: readonly Pick<ChangeRe
   return wakes;
 }
 
+/** One change as `GET /api/changes` lists it. */
+export interface ApiChangeSummary {
+  readonly id: string;
+  readonly number: number;
+  readonly title: string;
+  readonly state: ChangeRecord['state'];
+  readonly base: string;
+  readonly head: string;
+  /** The head's sha now (open), as merged, or as last seen (closed, branch gone). */
+  readonly headSha: string;
+}
+
+async function summaryOf(forge: LocalForge, record: ChangeRecord): Promise<ApiChangeSummary> {
+  const headSha =
+    record.state === 'merged' && record.merge !== null ? record.merge.reviewedHeadSha : ((await forge.repo.branchSha(record.headRef)) ?? record.openedHeadSha);
+  return { id: record.changeId, number: record.number, title: record.title, state: record.state, base: record.baseRef, head: record.headRef, headSha };
+}
+
+/** The read API of a local repository's service (answers are plain JSON; untrusted text is only ever a JSON string). */
+export function localApi(forge: LocalForge, identities: IdentityStore): ServiceApi {
+  return {
+    async authenticate(token: string): Promise<ApiCaller | null> {
+      const identity = await identities.authenticate(token);
+      if (identity === null) return null;
+      return { login: identity.login, permission: effectivePermission(identity.permission, await forge.permission(identity.login)) };
+    },
+    async get(path: string): Promise<Answer | null> {
+      if (path === '/api/changes') {
+        const records = await forge.store.listChanges();
+        const changes: ApiChangeSummary[] = [];
+        for (const record of records) changes.push(await summaryOf(forge, record));
+        return { status: 200, body: { changes } };
+      }
+      const match = /^\/api\/changes\/([^/]+)$/.exec(path);
+      if (match === null) return null;
+      const id = match[1] as string;
+      if (!/^[1-9][0-9]{0,15}$/.test(id) || (await forge.store.change(id)) === null) return { status: 404, body: { error: 'no such change' } };
+      let snapshot;
+      try {
+        snapshot = await forge.snapshot(id);
+      } catch (error) {
+        if (error instanceof ProofgateError && error.code === 'NOT_FOUND') return { status: 404, body: { error: error.message } };
+        throw error;
+      }
+      const { comments: _comments, checks: _checks, ...plain } = snapshot;
+      return { status: 200, body: { change: plain } };
+    },
+  };
+}
+
 async function branchRefs(forge: LocalForge): Promise<Map<string, string>> {
   return parseRefList(await forge.repo.text(['for-each-ref', '--format=%(objectname) %(refname)', 'refs/heads/']));
 }
@@ -175,6 +231,7 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
   const pollMs = options.pollMs ?? 500;
   const opened = await openLocalForge({ repoDir: options.repoDir, ...(options.dataDir === undefined ? {} : { dataDir: options.dataDir }) });
   const { forge } = opened;
+  let identities: { readonly store: IdentityStore; close(): Promise<void> } | null = null;
   let automerge: LocalAutomerge | null = null;
   let server: ServiceServer | null = null;
   let stopping = false;
@@ -183,6 +240,7 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
   let running = (): number => 0;
   const metrics = createServiceMetrics({ runningLoops: () => running() });
   try {
+    identities = openIdentityStore(opened.dataDir, { selfLogin: forge.selfLogin });
     // Comments of any process reach the router through the automerge wiring's own tail of the store.
     let routeComment: (changeId: string, comment: ForgeComment) => Promise<void> = async () => undefined;
     automerge = await openLocalAutomerge({
@@ -249,6 +307,8 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
         port: options.port,
         logger,
         metrics,
+        checkHost: true,
+        api: localApi(forge, identities.store),
         ready: async () => {
           if (stopping) return false;
           await forge.store.events.readAll({ afterPosition: after, limit: 1 });
@@ -303,6 +363,7 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
     logger.info({ repo: forge.repo.root, dataDir: opened.dataDir, http: server?.url ?? null, pollMs }, 'serving');
 
     const listening = server;
+    const idents = identities;
     const hurry = deferred();
     const finished = settled();
     let stopping$: Promise<void> | null = null;
@@ -321,6 +382,7 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
       // ChangeJobs.close aborts the loops; an interrupted loop cancels the checks it started (they run again later).
       await am.close();
       await listening?.close();
+      await idents.close();
       await opened.close();
       logger.info({}, 'stopped');
     };
@@ -341,6 +403,7 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
     work.abort();
     await server?.close().catch(() => undefined);
     await automerge?.close().catch(() => undefined);
+    await identities?.close().catch(() => undefined);
     await opened.close().catch(() => undefined);
     throw error;
   }

@@ -24,6 +24,7 @@ const KEYS = {
   openai: join('sk-', 'abcdefghijklmnopqrstuvwxyzABCDEF0123456789'),
   openaiProject: join('sk-proj-', 'abcdefghijklmnopqrstuvwxyzABCDEF0123456789'),
   jwt: join('eyJhbGciOiJIUzI1NiJ9', '.eyJzdWIiOiIxIn0.c2lnbmF0dXJlLXZhbHVl'),
+  proofgate: join('pgt_', 'Z2F0ZWtlZXBlci10b2tlbi1mb3ItdGVzdHMtMDEyMzQ'),
 } as const;
 const PEM_BODY = 'MIIEvQIBADANBgkqhkiG9w0BAQEFAASC';
 const PEM = join('-----BEGIN RSA ', 'PRIVATE KEY-----\n', PEM_BODY, '\n-----END RSA ', 'PRIVATE KEY-----');
@@ -41,6 +42,8 @@ describe('the secret catalogue', () => {
     ['github-token', KEYS.ghu, KEYS.ghu],
     ['github-token', KEYS.ghr, KEYS.ghr],
     ['github-token', `pat ${KEYS.pat}`, KEYS.pat],
+    ['proofgate-token', `PROOFGATE_TOKEN=${KEYS.proofgate}`, KEYS.proofgate],
+    ['proofgate-token', `token ${KEYS.proofgate} here`, KEYS.proofgate],
     ['slack-token', KEYS.slack, KEYS.slack],
     ['slack-token', KEYS.slackUser, KEYS.slackUser],
     ['slack-webhook', `post to ${KEYS.slackHook}`, KEYS.slackHook],

@@ -234,7 +234,7 @@ it('the GitHub App service: deliveries by event and outcome, jobs, a review, a m
   family(families, 'process_cpu_user_seconds_total', 'COUNTER');
   family(families, 'nodejs_heap_size_used_bytes', 'GAUGE');
   expect(h.server.schemaChecks.filter((c) => c.violations.length > 0)).toEqual([]);
-}, 60_000);
+});
 
 it('serve --repo: a rebase, the review and the merge, as the ledger records them; no webhook, queue or GitHub families', async () => {
   // One builtin lane (rules): the review is real and quick.
@@ -311,7 +311,7 @@ it('serve --repo: a rebase, the review and the merge, as the ledger records them
   }
   family(families, 'process_resident_memory_bytes', 'GAUGE');
   expect(labelsOf(families).some(([, value]) => value.includes('feature') || /^\d+$/.test(value))).toBe(false);
-}, 60_000);
+});
 
 it('a GitHub client hook: route templates (never a filled URL), statuses, no answer, and the rate limit left by installation and resource', async () => {
   const server: Server = createServer((req, res) => {

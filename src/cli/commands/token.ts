@@ -1,0 +1,128 @@
+import type { Command } from 'commander';
+import { ProofgateError } from '../../core/index.js';
+import { sameLogin } from '../../contracts/repo-config.js';
+import { GitRepository, defaultLocalDataDir } from '../../forge/local/index.js';
+import { TOKEN_PERMISSIONS, loginProblem, openIdentityStore, parsePermission, type Identity, type TokenPermission } from '../../service/identities.js';
+import { resolveDataDir } from '../data-dir.js';
+import { emit, usageError } from '../io.js';
+import { untrustedText } from '../untrusted-text.js';
+
+export interface TokenFlags {
+  repo?: string;
+  data?: string;
+  permission?: string;
+  json?: boolean;
+}
+
+/** What `token list` shows of an identity: never its token nor the token's hash. */
+export interface ListedIdentity {
+  readonly name: string;
+  readonly permission: TokenPermission;
+  readonly createdAt: string;
+  readonly revokedAt: string | null;
+}
+
+const TOKEN_HELP = `
+A token lets a person or an agent use 'proofgate serve' under its own name.
+It is printed once, by 'token create'; the data directory keeps only its
+sha256. Its permission is a ceiling: what the identity may do is the lower of
+it and what the trusted branch's .proofgate.yml (maintainers) gives that name.
+A name has at most one live token: revoke it to make a new one. The server
+reads the tokens on every request, so a revoke takes effect at once.
+`;
+
+/** The data directory of a token command: --data, else $PROOFGATE_DATA_DIR, else the repository's (--repo, else the current directory). */
+async function tokenDataDir(flags: TokenFlags): Promise<string> {
+  const explicit = (flags.data !== undefined && flags.data !== '') || (process.env.PROOFGATE_DATA_DIR ?? '') !== '';
+  if (explicit) return resolveDataDir(flags.data, '.');
+  const repo = await GitRepository.open(flags.repo ?? process.cwd());
+  return resolveDataDir(undefined, defaultLocalDataDir(repo));
+}
+
+async function withIdentities<T>(flags: TokenFlags, action: (store: ReturnType<typeof openIdentityStore>['store']) => Promise<T>): Promise<T> {
+  const opened = openIdentityStore(await tokenDataDir(flags));
+  try {
+    return await action(opened.store);
+  } finally {
+    await opened.close();
+  }
+}
+
+function listed(identity: Identity): ListedIdentity {
+  return { name: identity.login, permission: identity.permission, createdAt: identity.createdAt, revokedAt: identity.revokedAt };
+}
+
+/** `token create NAME`: validates everything before the store is opened, so bad input stores nothing. */
+export async function createToken(name: string, flags: TokenFlags): Promise<{ readonly token: string; readonly identity: ListedIdentity }> {
+  const permission = parsePermission(flags.permission ?? 'read');
+  if (permission === null) throw usageError(`--permission must be one of ${TOKEN_PERMISSIONS.join(', ')}`);
+  const problem = loginProblem(name);
+  if (problem !== null) throw new ProofgateError(sameLogin(name, 'proofgate') ? 'RESERVED_IDENTITY' : 'INVALID_INPUT', problem, { login: name });
+  const created = await withIdentities(flags, (store) => store.create(name, permission));
+  return { token: created.token, identity: listed(created.identity) };
+}
+
+/** `token list`: every identity, revoked ones included, oldest first. */
+export async function listTokens(flags: TokenFlags): Promise<ListedIdentity[]> {
+  return withIdentities(flags, async (store) => (await store.list()).map(listed));
+}
+
+/** `token revoke NAME`. */
+export async function revokeToken(name: string, flags: TokenFlags): Promise<ListedIdentity> {
+  if (loginProblem(name) !== null && !sameLogin(name, 'proofgate')) throw new ProofgateError('NOT_FOUND', `no live token for identity "${name}"`);
+  return listed(await withIdentities(flags, (store) => store.revoke(name)));
+}
+
+function dataOptions(command: Command): Command {
+  return command
+    .option('--repo <dir>', 'the git repository whose data directory holds the tokens (default: the repository of the current directory)')
+    .option('--data <dir>', 'state directory (default: $PROOFGATE_DATA_DIR, else .git/proofgate/ of the repository)');
+}
+
+/** `proofgate token create|list|revoke`: the identities of `proofgate serve`. */
+export function registerTokenCommands(program: Command): void {
+  const token = program.command('token').description('identities for proofgate serve: named tokens with a permission ceiling').addHelpText('after', TOKEN_HELP);
+
+  dataOptions(
+    token
+      .command('create')
+      .description('create a token for NAME and print it once (only its sha256 is stored)')
+      .argument('<name>', "the identity's login: letters, digits, - _ . (never proofgate's own)")
+      .option('--permission <level>', `the token's ceiling: ${TOKEN_PERMISSIONS.join(', ')} (default read)`)
+      .option('--json', 'print {"token","identity"} as JSON'),
+  ).action(async (name: string, flags: TokenFlags) => {
+    const created = await createToken(name, flags);
+    await emit(
+      Boolean(flags.json),
+      created,
+      () => `${created.token}\n(identity ${untrustedText(created.identity.name)}, permission ${created.identity.permission}; this token is not shown again)`,
+    );
+  });
+
+  dataOptions(
+    token.command('list').description('the identities: name, permission, created, revoked (never a token)').option('--json', 'print a JSON array'),
+  ).action(async (flags: TokenFlags) => {
+    const identities = await listTokens(flags);
+    await emit(Boolean(flags.json), identities, () =>
+      identities.length === 0
+        ? 'no identities'
+        : identities
+            .map(
+              (entry) =>
+                `${untrustedText(entry.name)}  ${entry.permission}  created ${entry.createdAt}${entry.revokedAt === null ? '' : `  revoked ${entry.revokedAt}`}`,
+            )
+            .join('\n'),
+    );
+  });
+
+  dataOptions(
+    token
+      .command('revoke')
+      .description("revoke NAME's live token (at once, also for a running server)")
+      .argument('<name>', 'the identity')
+      .option('--json', 'print the identity as JSON'),
+  ).action(async (name: string, flags: TokenFlags) => {
+    const revoked = await revokeToken(name, flags);
+    await emit(Boolean(flags.json), revoked, () => `revoked the token of ${untrustedText(revoked.name)}`);
+  });
+}

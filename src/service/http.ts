@@ -306,6 +306,12 @@ function eventHeader(req: IncomingMessage): string | null {
   return (Array.isArray(value) ? value[0] : value) ?? null;
 }
 
+/** One header's copies as `bearerToken` reads them: none, one, or several. */
+function distinct(values: readonly string[] | undefined): string | readonly string[] | undefined {
+  if (values === undefined || values.length === 0) return undefined;
+  return values.length === 1 ? values[0] : values;
+}
+
 export async function createServiceServer(options: ServiceServerOptions): Promise<ServiceServer> {
   const { intake, logger, metrics, api } = options;
   /** Known once listening (no request is handled before). */
@@ -453,7 +459,8 @@ export async function createServiceServer(options: ServiceServerOptions): Promis
 
   const apiRequest = async (req: IncomingMessage, res: ServerResponse, path: string, served: ServiceApi, at: BoundAddress): Promise<void> => {
     const unauthorized = (error: string): void => send(res, { status: 401, body: { error } }, { 'www-authenticate': 'Bearer realm="proofgate"' });
-    const bearer = bearerToken(req.headers.authorization);
+    // Every copy of the header, not Node's first one only: two Authorization headers are refused.
+    const bearer = bearerToken(distinct(req.headersDistinct.authorization));
     if ('problem' in bearer) return unauthorized(bearer.problem);
     let caller: ApiCaller | null = null;
     if (bearer.token !== null) {
@@ -470,7 +477,7 @@ export async function createServiceServer(options: ServiceServerOptions): Promis
       return unauthorized('this server needs a token to read: Authorization: Bearer <token>');
     }
     const answer = await served.get(path, caller);
-    send(res, answer ?? { status: 404, body: { error: `no such path: ${path}` } });
+    send(res, answer ?? { status: 404, body: { error: `no such path: ${logText(path)}` } });
   };
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
@@ -482,7 +489,9 @@ export async function createServiceServer(options: ServiceServerOptions): Promis
       return;
     }
     if (options.checkHost === true) {
-      const wrongHost = hostProblem(req.headers.host, bound);
+      const hosts = req.headersDistinct.host ?? [];
+      // More than one Host line is refused (RFC 9112 3.2): a proxy that reads the last one would disagree with us.
+      const wrongHost = hosts.length > 1 ? 'the request has more than one Host header' : hostProblem(hosts[0], bound);
       if (wrongHost !== null) {
         logger.warn({ host: headerText(req, 'host'), path: logText(path), status: 421 }, 'request for another host refused');
         send(res, { status: 421, body: { error: wrongHost } }, { connection: 'close' });
@@ -492,7 +501,11 @@ export async function createServiceServer(options: ServiceServerOptions): Promis
     }
     const only = (allowed: string): boolean => {
       if (method === allowed || (allowed === 'GET' && method === 'HEAD')) return true;
-      send(res, { status: 405, body: { error: `${method} is not allowed on ${path}` } }, { allow: allowed === 'GET' ? 'GET, HEAD' : allowed });
+      send(
+        res,
+        { status: 405, body: { error: `${logText(method)} is not allowed on ${logText(path)}` } },
+        { allow: allowed === 'GET' ? 'GET, HEAD' : allowed },
+      );
       req.resume();
       return false;
     };
@@ -519,7 +532,7 @@ export async function createServiceServer(options: ServiceServerOptions): Promis
         if (only('GET')) await scrape(res, metrics);
         return;
     }
-    send(res, { status: 404, body: { error: `no such path: ${path}` } });
+    send(res, { status: 404, body: { error: `no such path: ${logText(path)}` } });
     req.resume();
   };
 

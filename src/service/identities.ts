@@ -232,7 +232,7 @@ export function identityStore(events: EventStore, options: IdentityStoreOptions 
   };
   return {
     list: async () => (await read()).identities,
-    create(login, permission) {
+    async create(login, permission) {
       const problem = loginProblem(login, selfLogin);
       if (problem !== null) throw new ProofgateError(sameLogin(login, selfLogin) ? 'RESERVED_IDENTITY' : 'INVALID_INPUT', problem, { login });
       if (parsePermission(permission) === null) throw new ProofgateError('INVALID_INPUT', `not a permission: ${permission}`);

@@ -11,6 +11,8 @@ export interface CliOptions {
   input?: string;
   cwd?: string;
   env?: NodeJS.ProcessEnv;
+  /** How long the command may run before it is killed (default CLI_TIMEOUT_MS). */
+  timeoutMs?: number;
 }
 
 /** Run the built CLI as a user would. */
@@ -52,7 +54,7 @@ export async function runCliAsync(args: readonly string[], options: CliOptions =
     child.once('error', reject);
     child.once('close', (status, signal) => resolve({ status, signal }));
   });
-  const timer = setTimeout(() => void stopTestProcess(child), CLI_TIMEOUT_MS);
+  const timer = setTimeout(() => void stopTestProcess(child), options.timeoutMs ?? CLI_TIMEOUT_MS);
   try {
     const { status, signal } = await closed;
     return { status, signal, stdout: Buffer.concat(stdout).toString('utf8'), stderr: Buffer.concat(stderr).toString('utf8') };

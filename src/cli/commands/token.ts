@@ -69,7 +69,9 @@ export async function listTokens(flags: TokenFlags): Promise<ListedIdentity[]> {
 
 /** `token revoke NAME`. */
 export async function revokeToken(name: string, flags: TokenFlags): Promise<ListedIdentity> {
-  if (loginProblem(name) !== null && !sameLogin(name, 'proofgate')) throw new ProofgateError('NOT_FOUND', `no live token for identity "${name}"`);
+  // A name that is not one (a token pasted by mistake, say) is never echoed.
+  if (loginProblem(name) !== null && !sameLogin(name, 'proofgate'))
+    throw new ProofgateError('NOT_FOUND', 'no live token for that identity (not a valid identity name)');
   return listed(await withIdentities(flags, (store) => store.revoke(name)));
 }
 

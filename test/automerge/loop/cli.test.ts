@@ -231,7 +231,8 @@ describe('proofgate automerge / demo (built CLI)', { timeout: 180_000 }, () => {
 
   it('proofgate demo ends with the table: 3 merged (one clean, one rebased, one fixed), the secret blocked, one proof inconclusive, one proven', async () => {
     const cwd = tempDir('proofgate-demo-cwd-');
-    const result = await runCli(['demo'], { cwd });
+    // Six changes, each reviewed, checked and two of them proven, all jailed: minutes on a loaded 2-core machine.
+    const result = await runCli(['demo'], { cwd, timeoutMs: 420_000 });
     expect(result.status, result.stderr).toBe(0);
     const rows = result.stdout.split('\n').filter((line) => /^\d+\s/.test(line) && !line.includes(' changes in '));
     expect(rows).toHaveLength(6);
@@ -248,5 +249,5 @@ describe('proofgate automerge / demo (built CLI)', { timeout: 180_000 }, () => {
     const committed = /\[change 3\] repair: agent-fix changed files; proofgate committed them as ([0-9a-f]{12})\n/.exec(result.stderr)?.[1];
     expect(committed, result.stderr).toBeDefined();
     expect(result.stderr).toContain(`[change 3] repair (agent-fix) pushed ${committed ?? ''}\n`);
-  });
+  }, 480_000);
 });

@@ -517,7 +517,10 @@ class PostgresRunner implements JobRunner {
     const poolId = raw.locked_by ?? '';
     const stored = readStored(rawPayload, raw.key, null);
     const entry: Active = { controller: new AbortController() };
-    if (this.aborted) entry.controller.abort();
+    // A job a pool took after the runner was told to stop (its take was already on its way to the database) is given
+    // back unrun, its attempt returned: a stopping runner starts nothing.
+    const unrun = this.stopping !== null;
+    if (this.aborted || unrun) entry.controller.abort();
     const job: TakenJob = Object.freeze({
       id: String(raw.id),
       task,
@@ -534,12 +537,14 @@ class PostgresRunner implements JobRunner {
     });
     this.active.add(entry);
     try {
-      this.observe({ kind: 'started', job });
       let failure: { readonly error: unknown } | null = null;
-      try {
-        await this.settings.handlers.get(task)!(job);
-      } catch (error) {
-        failure = { error };
+      if (!unrun) {
+        this.observe({ kind: 'started', job });
+        try {
+          await this.settings.handlers.get(task)!(job);
+        } catch (error) {
+          failure = { error };
+        }
       }
       const { s } = this.shared;
       if (entry.controller.signal.aborted) {

@@ -74,10 +74,7 @@ export const proofReviewer: LaneAdapter = async (context): Promise<LaneRun> => {
   }
   if (tools.tools.length === 0) {
     // Proof was asked for and none can be run: that is not a pass. The instructions name every gap.
-    const gaps = tools.instructions
-      .split('\n')
-      .filter((line) => line.startsWith('Not offered: '))
-      .join('; ');
+    const gaps = (tools.gaps ?? []).map((gap) => `Not offered: ${gap}`).join('; ');
     return { raw: transportFailure(context, `proof was asked for, but no proof tool could be offered${gaps === '' ? '' : ` (${gaps})`}`.slice(0, 500)) };
   }
   const change = await readReviewedChange(context.repoDir, request, { maxBytes: DEFAULT_MAX_DIFF_BYTES, content: false, timeoutMs: context.lane.timeoutMs });

@@ -68,6 +68,8 @@ export interface LaneToolbox {
   readonly tools: readonly LaneTool[];
   /** What the lane is asked to do with them (proof-focused review instructions), plain text. */
   readonly instructions: string;
+  /** What was asked for and could not be offered, one line each (e.g. `web (UNAVAILABLE: ...)`); empty when nothing is missing. */
+  readonly gaps?: readonly string[];
   call(call: LaneToolCall): Promise<LaneToolResult>;
 }
 

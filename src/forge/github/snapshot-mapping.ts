@@ -17,7 +17,18 @@ import type {
   RepoPermission,
   ReviewDecision,
 } from '../port.js';
-import type { GqlActor, GqlBranchProtectionRule, GqlCheckContext, GqlCheckRun, GqlComment, GqlPullRequest, GqlStatusContext } from './snapshot-query.js';
+import { ProofgateError } from '../../core/errors.js';
+import { MAX_BASE_RULES } from './snapshot-query.js';
+import type {
+  GqlActor,
+  GqlBaseRef,
+  GqlBranchProtectionRule,
+  GqlCheckContext,
+  GqlCheckRun,
+  GqlComment,
+  GqlPullRequest,
+  GqlStatusContext,
+} from './snapshot-query.js';
 
 const CHECK_STATUSES: readonly CheckStatus[] = ['queued', 'in_progress', 'completed', 'waiting', 'requested', 'pending'];
 const CONCLUSIONS: readonly CheckConclusion[] = [
@@ -135,16 +146,27 @@ export function reviewDecision(value: string | null | undefined): ReviewDecision
 }
 
 /**
- * The check names a branch protection rule requires (pure): none without a
- * rule (none protects the base, or proofgate may not read it) or when the
- * rule does not require status checks; otherwise every name of both of
- * GitHub's lists, each once (names compare case-insensitively, as the check
- * summary compares them; the first spelling is kept). A required check bound
- * to one App is matched by its name only.
+ * The check names the base requires (pure): those of its branch protection
+ * rule, when the rule requires status checks (none without a rule, or when
+ * proofgate may not read it), and those of every required-status-checks rule
+ * of the rulesets active on the base. Each name once (names compare
+ * case-insensitively, as the check summary compares them; the first spelling
+ * is kept). A required check bound to one App is matched by its name only.
+ * A base with more ruleset rules than one page holds is FORGE_API: a
+ * required check proofgate did not read must not count as absent.
  */
-export function requiredChecks(rule: GqlBranchProtectionRule | null | undefined): string[] {
-  if (rule === null || rule === undefined || !rule.requiresStatusChecks) return [];
-  const names = [...(rule.requiredStatusCheckContexts ?? []), ...(rule.requiredStatusChecks ?? []).map((check) => check.context)];
+export function requiredChecks(rule: GqlBranchProtectionRule | null | undefined, rules?: GqlBaseRef['rules']): string[] {
+  if (rules?.pageInfo.hasNextPage === true) {
+    throw new ProofgateError('FORGE_API', `the base branch has more than ${MAX_BASE_RULES} ruleset rules; proofgate reads one page of them`);
+  }
+  const names: (string | null)[] = [];
+  if (rule !== null && rule !== undefined && rule.requiresStatusChecks) {
+    names.push(...(rule.requiredStatusCheckContexts ?? []), ...(rule.requiredStatusChecks ?? []).map((check) => check.context));
+  }
+  for (const node of rules?.nodes ?? []) {
+    if (node === null || node.type !== 'REQUIRED_STATUS_CHECKS') continue;
+    names.push(...(node.parameters?.requiredStatusChecks ?? []).map((check) => check.context));
+  }
   const seen = new Set<string>();
   const out: string[] = [];
   for (const name of names) {
@@ -183,7 +205,7 @@ export function buildSnapshot(parts: SnapshotParts): ChangeSnapshot {
     comments,
     mergeCommitSha: state === 'merged' ? (pr.mergeCommit?.oid ?? null) : null,
     url: pr.url,
-    requiredChecks: requiredChecks(pr.baseRef?.branchProtectionRule),
+    requiredChecks: requiredChecks(pr.baseRef?.branchProtectionRule, pr.baseRef?.rules),
     // Unknown reads as a fork: a branch proofgate cannot place is never deleted.
     crossRepository: pr.isCrossRepository !== false,
     // Unknown reads as locked: a proof command is admitted only on a change known to be unlocked.

@@ -2,12 +2,16 @@
  * The one GraphQL query a pull request snapshot takes, and the shape of its
  * answer. The same query pages on (checks after a cursor, older comments
  * before a cursor) only when a pull request has more than a page of either.
- * It also reads the base's branch protection rule (its required checks) and
- * whether the head lives in a fork, and the repository's default branch (the
- * trusted branch), so none of them costs a request of its own.
+ * It also reads the base's branch protection rule and the rules of the
+ * rulesets active on the base (the required checks of both), whether the
+ * head lives in a fork, and the repository's default branch (the trusted
+ * branch), so none of them costs a request of its own.
  */
 
 export const SNAPSHOT_OPERATION = 'ProofgateChangeSnapshot';
+
+/** Most ruleset rules read on the base in the one query; a base with more fails the read rather than miss a required check. */
+export const MAX_BASE_RULES = 100;
 
 export const SNAPSHOT_QUERY = `query ${SNAPSHOT_OPERATION}($owner: String!, $repo: String!, $number: Int!, $checks: Int!, $checksAfter: String, $comments: Int!, $commentsBefore: String) {
   repository(owner: $owner, name: $repo) {
@@ -27,6 +31,15 @@ export const SNAPSHOT_QUERY = `query ${SNAPSHOT_OPERATION}($owner: String!, $rep
           requiresStatusChecks
           requiredStatusCheckContexts
           requiredStatusChecks { context }
+        }
+        rules(first: ${MAX_BASE_RULES}) {
+          pageInfo { hasNextPage }
+          nodes {
+            type
+            parameters {
+              ... on RequiredStatusChecksParameters { requiredStatusChecks { context } }
+            }
+          }
         }
       }
       headRefName
@@ -145,6 +158,25 @@ export interface GqlBranchProtectionRule {
   readonly requiredStatusChecks?: readonly { readonly context: string }[] | null;
 }
 
+/**
+ * One rule of a ruleset active on the base (`Ref.rules`: repository and
+ * organization rulesets, readable with read access). Only the required
+ * status checks rule's parameters are read.
+ */
+export interface GqlRepositoryRule {
+  readonly type: string;
+  readonly parameters?: { readonly requiredStatusChecks?: readonly { readonly context: string }[] | null } | null;
+}
+
+export interface GqlBaseRef {
+  readonly branchProtectionRule: GqlBranchProtectionRule | null;
+  /** Absent in answers of older shapes (tests that predate rulesets): read as no rule. */
+  readonly rules?: {
+    readonly pageInfo: { readonly hasNextPage: boolean };
+    readonly nodes: readonly (GqlRepositoryRule | null)[] | null;
+  } | null;
+}
+
 export interface GqlPullRequest {
   readonly number: number;
   readonly title: string;
@@ -156,7 +188,7 @@ export interface GqlPullRequest {
   readonly baseRefName: string;
   readonly baseRefOid: string;
   /** Null when the base branch no longer exists. */
-  readonly baseRef?: { readonly branchProtectionRule: GqlBranchProtectionRule | null } | null;
+  readonly baseRef?: GqlBaseRef | null;
   readonly headRefName: string;
   readonly headRefOid: string;
   /** True when the head branch lives in another repository (a fork). */

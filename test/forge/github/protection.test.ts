@@ -32,6 +32,49 @@ describe('required checks of a branch protection rule (pure)', () => {
   });
 });
 
+describe('required checks of the rulesets active on the base (pure)', () => {
+  const rules = (...nodes: ({ type: string; parameters?: { requiredStatusChecks?: { context: string }[] | null } | null } | null)[]) => ({
+    pageInfo: { hasNextPage: false },
+    nodes,
+  });
+  const required = (...names: string[]) => ({ type: 'REQUIRED_STATUS_CHECKS', parameters: { requiredStatusChecks: names.map((context) => ({ context })) } });
+  it.each([
+    ['rulesets alone, without a protection rule', null, rules(required('build'), required('security')), ['build', 'security']],
+    [
+      'added to the protection rule, each name once',
+      { requiresStatusChecks: true, requiredStatusCheckContexts: ['build'] },
+      rules(required('Build', 'lint')),
+      ['build', 'lint'],
+    ],
+    [
+      'a rule that does not require checks still leaves the rulesets',
+      { requiresStatusChecks: false, requiredStatusCheckContexts: ['build'] },
+      rules(required('lint')),
+      ['lint'],
+    ],
+    ['other rule types and empty nodes require nothing', null, rules({ type: 'DELETION', parameters: null }, null, { type: 'PULL_REQUEST' }), []],
+    [
+      'only the required-status-checks type counts, even if another carries the field',
+      null,
+      rules({ type: 'MERGE_QUEUE', parameters: { requiredStatusChecks: [{ context: 'x' }] } }),
+      [],
+    ],
+    ['null connection or nodes', null, { pageInfo: { hasNextPage: false }, nodes: null }, []],
+  ] as const)('%s', (_name, rule, given, want) => {
+    expect(requiredChecks(rule, given)).toEqual(want);
+  });
+
+  it('more rules than one page is FORGE_API, never a required check counted as absent', () => {
+    let thrown: unknown;
+    try {
+      requiredChecks(null, { pageInfo: { hasNextPage: true }, nodes: [] });
+    } catch (error) {
+      thrown = error;
+    }
+    expect(code('FORGE_API')(thrown)).toBe(true);
+  });
+});
+
 describe('branch protection and forks in the GitHub snapshot', () => {
   let h: Harness;
   afterEach(async () => h.close());
@@ -49,6 +92,21 @@ describe('branch protection and forks in the GitHub snapshot', () => {
     expect(countRequests(h.server, 'graphql')).toBe(1);
     expect(h.server.requests).toHaveLength(1);
     expect((await h.forge.snapshot(String(fork.number))).crossRepository).toBe(true);
+  });
+
+  it("a ruleset's required checks count with the protection rule's, in the same one request, and the server refuses the merge until they pass", async () => {
+    h = await startHarness();
+    const { model } = h.server;
+    model.protectBranch('main', { requiredChecks: ['build'] });
+    model.addRuleset('main', { name: 'org checks', requiredChecks: ['security', 'Build'] });
+    model.addRuleset('main', { name: 'no checks' });
+    model.addRuleset('release', { requiredChecks: ['elsewhere'] });
+    const pr = model.openPullRequest({ author: 'dana' });
+
+    const snap = await h.forge.snapshot(String(pr.number));
+    expect(snap.requiredChecks).toEqual(['build', 'security']);
+    expect(countRequests(h.server, 'graphql')).toBe(1);
+    expect(model.missingRequiredChecks('main', snap.head.sha)).toEqual(['build', 'security', 'Build']);
   });
 
   it('an unprotected base, a rule without required checks and an unreadable rule all require nothing', async () => {

@@ -2,7 +2,7 @@
  * GraphQL resolvers over the repository model: the part of GitHub's schema
  * proofgate's snapshot query reads (repository.pullRequest with commits,
  * statusCheckRollup contexts, labels, comments, isCrossRepository and the
- * base ref's branch protection rule; the repository's default branch), with GitHub's spelling (upper-case
+ * base ref's branch protection rule and ruleset rules; the repository's default branch), with GitHub's spelling (upper-case
  * enums, bot logins without `[bot]`) and connection rules (first/last from 1
  * to 100, opaque cursors).
  */
@@ -84,6 +84,28 @@ function baseRef(model: RepositoryModel, name: string): Resolved {
     name,
     prefix: 'refs/heads/',
     branchProtectionRule: rule === undefined || !rule.readable ? null : branchProtectionRule(name, rule),
+    rules: (args: Args) => {
+      const first = limit(args.first, 'first');
+      const nodes = (model.rulesets.get(name) ?? []).flatMap((ruleset): Resolved[] =>
+        ruleset.requiredChecks.length === 0
+          ? [{ __typename: 'RepositoryRule', type: 'DELETION', parameters: null }]
+          : [
+              {
+                __typename: 'RepositoryRule',
+                type: 'REQUIRED_STATUS_CHECKS',
+                parameters: {
+                  __typename: 'RequiredStatusChecksParameters',
+                  requiredStatusChecks: ruleset.requiredChecks.map((check) => ({
+                    __typename: 'StatusCheckConfiguration',
+                    context: check.context,
+                    integrationId: check.app === null ? null : 1,
+                  })),
+                },
+              },
+            ],
+      );
+      return { __typename: 'RepositoryRuleConnection', pageInfo: { __typename: 'PageInfo', hasNextPage: nodes.length > first }, nodes: nodes.slice(0, first) };
+    },
   };
 }
 

@@ -109,6 +109,12 @@ export interface ModelRequiredCheck {
   readonly app: string | null;
 }
 
+/** A ruleset active on one branch, as far as the test server models it: its required status checks (rule type REQUIRED_STATUS_CHECKS), or none. */
+export interface ModelRuleset {
+  readonly name: string;
+  readonly requiredChecks: readonly ModelRequiredCheck[];
+}
+
 /** A branch protection rule on one branch, as far as the test server models it. */
 export interface ModelBranchProtection {
   /** GraphQL's `requiresStatusChecks`. */

@@ -11,6 +11,7 @@ import type {
   UserType,
   Role,
   ModelBranchProtection,
+  ModelRuleset,
   ModelMergeable,
   ModelMergeMethod,
   ModelMergeState,
@@ -29,6 +30,7 @@ export type {
   UserType,
   Role,
   ModelBranchProtection,
+  ModelRuleset,
   ModelMergeable,
   ModelMergeMethod,
   ModelMergeState,
@@ -58,6 +60,8 @@ export class RepositoryModel {
   readonly labels = new Map<string, ModelLabel>();
   /** Branch protection rules by branch name (see `protectBranch`). */
   readonly protections = new Map<string, ModelBranchProtection>();
+  /** Rulesets active on each branch, in the order they were added. */
+  readonly rulesets = new Map<string, ModelRuleset[]>();
   /** The merge methods the repository allows (GitHub's allow_merge_commit, allow_squash_merge, allow_rebase_merge); all by default. */
   readonly mergeMethods = new Set<ModelMergeMethod>(['merge', 'squash', 'rebase']);
   /** GitHub Actions: workflows, their runs and artifacts (see actions-model.ts). */
@@ -423,6 +427,24 @@ export class RepositoryModel {
   }
 
   /**
+   * Adds a ruleset that applies to a branch and requires status checks
+   * (names, or `{ context, app }` for a check that must come from one App;
+   * none: a ruleset with no required-status-checks rule). Rulesets add up
+   * with each other and with the branch protection rule, as on GitHub.
+   */
+  addRuleset(branch: string, options: { name?: string; requiredChecks?: readonly (string | { context: string; app?: string | null })[] } = {}): ModelRuleset {
+    const list = this.rulesets.get(branch) ?? [];
+    const ruleset: ModelRuleset = {
+      name: options.name ?? `ruleset ${list.length + 1}`,
+      requiredChecks: (options.requiredChecks ?? []).map((check) =>
+        typeof check === 'string' ? { context: check, app: null } : { context: check.context, app: check.app ?? null },
+      ),
+    };
+    this.rulesets.set(branch, [...list, ruleset]);
+    return ruleset;
+  }
+
+  /**
    * The required checks of a branch's rule that have not passed on `sha`
    * (what GitHub names when it refuses a merge): a check run or commit
    * status of that name (from the rule's App, when it names one) whose
@@ -430,9 +452,10 @@ export class RepositoryModel {
    */
   missingRequiredChecks(branch: string, sha: string): string[] {
     const rule = this.protections.get(branch);
-    if (rule === undefined || !rule.requiresStatusChecks) return [];
+    const fromRule = rule === undefined || !rule.requiresStatusChecks ? [] : rule.requiredChecks;
+    const required = [...fromRule, ...(this.rulesets.get(branch) ?? []).flatMap((ruleset) => ruleset.requiredChecks)];
     const passing = new Set(['success', 'neutral', 'skipped']);
-    return rule.requiredChecks
+    return required
       .filter((check) => {
         const runs = this.checkRuns.filter((r) => r.headSha === sha && r.name === check.context && (check.app === null || r.app === check.app));
         const statuses = this.statuses.filter((s) => s.sha === sha && s.context === check.context);

@@ -217,14 +217,74 @@ export function canonicalBytes(value: unknown): Uint8Array {
   return new TextEncoder().encode(canonicalJson(value));
 }
 
+/** A duplicate's path names at most this many of its innermost levels. */
+const MAX_PATH_PARTS = 32;
+
+/** The index of the quote that closes the string opening at `open` in valid JSON text: the next one after an even run of backslashes. */
+function closingQuote(text: string, open: number): number {
+  // indexOf is much faster than a loop over the characters of a long string.
+  let end = text.indexOf('"', open + 1);
+  for (;;) {
+    let slash = end - 1;
+    while (text.charCodeAt(slash) === 0x5c /* \ */) slash -= 1;
+    if ((end - 1 - slash) % 2 === 0) return end;
+    end = text.indexOf('"', end + 1);
+  }
+}
+
+/**
+ * How many member names `text` (already known to be valid JSON) holds, over
+ * all its objects. JSON.parse makes one own key of each, except that a name
+ * seen twice in one object collapses into one: so the text has a duplicate
+ * exactly when this count exceeds `countKeys` of the parsed value. Counting
+ * needs no set of names per object, which makes it the cheap first test.
+ */
+function countMemberNames(text: string): number {
+  // One entry per open object (true) or array (false); a body may nest 100,000 levels, so no recursion.
+  const open: boolean[] = [];
+  let expectName = false;
+  let names = 0;
+  for (let i = 0; i < text.length; i += 1) {
+    const char = text.charCodeAt(i);
+    if (char === 0x22 /* " */) {
+      if (expectName) names += 1;
+      expectName = false;
+      i = closingQuote(text, i);
+    } else if (char === 0x7b /* { */) {
+      open.push(true);
+      expectName = true;
+    } else if (char === 0x5b /* [ */) {
+      open.push(false);
+      expectName = false;
+    } else if (char === 0x7d /* } */ || char === 0x5d /* ] */) {
+      open.pop();
+      expectName = false;
+    } else if (char === 0x2c /* , */) {
+      expectName = open[open.length - 1] === true;
+    }
+  }
+  return names;
+}
+
+/** How many own keys the objects of a parsed JSON value hold, over all of them (walked without recursion). */
+function countKeys(value: unknown): number {
+  let keys = 0;
+  const todo: unknown[] = [value];
+  while (todo.length > 0) {
+    const next = todo.pop();
+    if (next === null || typeof next !== 'object') continue;
+    const children: unknown[] = Array.isArray(next) ? next : Object.values(next as object);
+    if (!Array.isArray(next)) keys += children.length;
+    for (const child of children) if (child !== null && typeof child === 'object') todo.push(child);
+  }
+  return keys;
+}
+
 /**
  * The first member name that occurs twice in one object of `text` (already
  * known to be valid JSON), with its path, or null. JSON.parse keeps the last
  * duplicate silently; RFC 8785 needs I-JSON, which has none.
  */
-/** A duplicate's path names at most this many of its innermost levels. */
-const MAX_PATH_PARTS = 32;
-
 function findDuplicateName(text: string): string | null {
   // One frame per open object or array. A frame's path is built from its parents only when a
   // duplicate is found, and a name without escapes is sliced, not decoded: both keep the scan cheap
@@ -241,15 +301,7 @@ function findDuplicateName(text: string): string | null {
   for (let i = 0; i < text.length; i += 1) {
     const char = text.charCodeAt(i);
     if (char === 0x22 /* " */) {
-      // The closing quote: the next one not escaped, i.e. not after an odd run of backslashes (found by indexOf,
-      // which is much faster than a loop over the characters of a long string).
-      let end = text.indexOf('"', i + 1);
-      for (;;) {
-        let slash = end - 1;
-        while (text.charCodeAt(slash) === 0x5c /* \ */) slash -= 1;
-        if ((end - 1 - slash) % 2 === 0) break;
-        end = text.indexOf('"', end + 1);
-      }
+      const end = closingQuote(text, i);
       if (top !== null && top.names !== null && top.expectName) {
         const raw = text.slice(i + 1, end);
         const name = raw.includes('\\') ? (JSON.parse(text.slice(i, end + 1)) as string) : raw;
@@ -287,8 +339,11 @@ export function parseJson(text: string, what = 'input'): JsonValue {
     const reason = error instanceof Error ? error.message : String(error);
     throw new ProofgateError('INVALID_JSON', `${what} is not valid JSON: ${reason}`);
   }
-  const duplicate = findDuplicateName(body);
-  if (duplicate !== null) throw new ProofgateError('INVALID_JSON', `${what} is not valid JSON: member name ${duplicate} occurs twice`);
+  // The count comparison finds whether there is a duplicate; the slower scan, only then, says where.
+  if (countMemberNames(body) !== countKeys(value)) {
+    const duplicate = findDuplicateName(body) ?? '$';
+    throw new ProofgateError('INVALID_JSON', `${what} is not valid JSON: member name ${duplicate} occurs twice`);
+  }
   return value;
 }
 

@@ -165,6 +165,46 @@ describe('member names that JavaScript treats specially, and duplicates', () => 
     expect(parseJson('{"a":{"a":1},"b":[{"a":1},{"a":2}]}')).toEqual({ a: { a: 1 }, b: [{ a: 1 }, { a: 2 }] });
   });
 
+  it('parseJson refuses exactly the texts that repeat a name in one object, however they are spaced or escaped', () => {
+    // A tree written as text by hand, so one object may hold a name twice (JSON.stringify never writes that).
+    type Node =
+      | { readonly kind: 'leaf'; readonly text: string }
+      | { readonly kind: 'array'; readonly items: Node[] }
+      | { readonly kind: 'object'; readonly members: [string, Node][] };
+    const name = fc.constantFrom('a', 'b', '__proto__', '0', 'é', '"', '\\');
+    const { node } = fc.letrec<{ node: Node }>((tie) => ({
+      node: fc.oneof(
+        { depthSize: 'small', withCrossShrink: true },
+        fc.constantFrom('1', 'null', '"x"', '"{\\"a\\":1}"', '"]}"').map((text): Node => ({ kind: 'leaf', text })),
+        fc.array(tie('node'), { maxLength: 3 }).map((items): Node => ({ kind: 'array', items })),
+        fc.array(fc.tuple(name, tie('node')), { maxLength: 4 }).map((members): Node => ({ kind: 'object', members })),
+      ),
+    }));
+    const space = fc.constantFrom('', ' ', '\n  ');
+    const write = (n: Node, gap: string, escape: boolean): string => {
+      if (n.kind === 'leaf') return n.text;
+      if (n.kind === 'array') return `[${gap}${n.items.map((item) => write(item, gap, escape)).join(`,${gap}`)}${gap}]`;
+      // A name may be written with \u escapes: the same name to JSON.parse.
+      const key = (k: string): string =>
+        escape ? `"${[...k].map((c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`).join('')}"` : JSON.stringify(k);
+      return `{${gap}${n.members.map(([k, v]) => `${key(k)}${gap}:${gap}${write(v, gap, escape)}`).join(`,${gap}`)}${gap}}`;
+    };
+    const repeats = (n: Node): boolean =>
+      n.kind === 'array'
+        ? n.items.some(repeats)
+        : n.kind === 'object'
+          ? new Set(n.members.map(([k]) => k)).size < n.members.length || n.members.some(([, v]) => repeats(v))
+          : false;
+    fc.assert(
+      fc.property(node, space, fc.boolean(), (tree, gap, escape) => {
+        const text = write(tree, gap, escape);
+        if (repeats(tree)) expect(() => parseJson(text)).toThrow(/occurs twice/);
+        else expect(parseJson(text)).toEqual(JSON.parse(text));
+      }),
+      { numRuns: 500 },
+    );
+  });
+
   it('parseJson accepts any valid JSON without duplicates, and a leading byte order mark', () => {
     fc.assert(
       fc.property(fc.jsonValue(), (value) => {

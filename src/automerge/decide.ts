@@ -59,6 +59,7 @@ export const AUTOMERGE_REASON_CODES = [
   'mergeability-pending',
   'review-required', // the forge's review decision: required approvals are missing (a window; its expiry blocks)
   'new-head-pending', // gate: a repair pushed a head the forge does not show yet
+  'merge-queued', // the loop: the change waits in its base's merge queue
   // review
   'no-verdict',
   'head-moved',
@@ -78,6 +79,7 @@ export const AUTOMERGE_REASON_CODES = [
   'checks-need-rerun',
   'merge-refused',
   'base-blocked',
+  'queue-ejected', // the loop: a check failed on the change's merge-queue candidate
   'changes-requested', // the forge's review decision: a reviewer asked for changes
   'no-agent-fix', // gate
   'no-repair-worker', // gate

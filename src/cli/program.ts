@@ -9,6 +9,7 @@ import { registerDemoCommands } from './commands/demo.js';
 import { registerEvidenceCommands } from './commands/evidence.js';
 import { registerGitHubCommands } from './commands/github.js';
 import { registerReviewCommands } from './commands/review.js';
+import { registerQueueCommands } from './commands/queue.js';
 import { registerRunsCommands } from './commands/runs.js';
 import { registerServeCommands } from './commands/serve.js';
 import { registerTokenCommands } from './commands/token.js';
@@ -56,6 +57,7 @@ export function buildProgram(): Command {
   registerGitHubCommands(program);
   registerReviewCommands(program);
   registerRunsCommands(program);
+  registerQueueCommands(program);
   registerServeCommands(program);
   registerTokenCommands(program);
   for (const command of program.commands) command.exitOverride();

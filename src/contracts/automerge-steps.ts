@@ -192,3 +192,29 @@ export type StoredStep = z.infer<typeof stepEventSchema>;
 export type KnownStep = z.infer<typeof knownStepSchema>;
 export type KnownStepName = KnownStep['step'];
 export type KnownStepOf<K extends KnownStepName> = Extract<KnownStep, { step: K }>;
+
+/**
+ * Stored events of a merge queue stream (`automerge/queue/<base>`), version
+ * 1: one stream per protected base, appended at the revision each decision
+ * was made on (src/automerge/queue/). Every event read is validated against
+ * these schemas; anything else is `INVALID_STORED_VALUE`.
+ */
+const queueFailureSchema = z.strictObject({ check: name.nullable(), conclusion: name.nullable(), log: text.nullable() });
+const landedChangeSchema = z.strictObject({ change: name, head: sha, mergeCommit: sha });
+
+export const QUEUE_EVENT_SCHEMAS = {
+  'queue-enqueued': z.strictObject({ change: name, head: sha, title: text, approvedTrusted: z.array(text), at: time }),
+  'queue-removed': z.strictObject({ change: name, head: sha, code: name, reason: text, at: time }),
+  'queue-ejected': z.strictObject({ change: name, head: sha, reason: text, check: name.nullable(), log: text.nullable(), at: time }),
+  'queue-candidate': z.strictObject({ candidate: name, changes: z.array(name), base: sha, tip: sha, tree: sha, at: time }),
+  'queue-checked': z.strictObject({ candidate: name, tree: text, passed: z.boolean(), reused: z.boolean(), failure: queueFailureSchema.nullable(), at: time }),
+  'queue-landed': z.strictObject({ candidate: name, base: sha, tip: sha, changes: z.array(landedChangeSchema), at: time }),
+  'queue-bisect': z.strictObject({ changes: z.array(name), failure: queueFailureSchema, at: time }),
+  'queue-flaky': z.strictObject({ changes: z.array(name), failure: queueFailureSchema, at: time }),
+  'queue-paused': z.strictObject({ by: name, at: time }),
+  'queue-resumed': z.strictObject({ by: name, at: time }),
+  'queue-lease': leaseEventSchema,
+} as const;
+
+export type QueueEventType = keyof typeof QUEUE_EVENT_SCHEMAS;
+export type QueueEventData<T extends QueueEventType> = z.infer<(typeof QUEUE_EVENT_SCHEMAS)[T]>;

@@ -83,6 +83,12 @@ export const automergeConfigSchema = z
     /** Delete the head branch after the merge (never a protected branch, never a fork's). Default false. */
     deleteHeadBranch: z.boolean().optional(),
     repairOutputBytes: positiveInt.optional(),
+    /**
+     * The merge queue of the base (forges that have one: the local forge). `enabled` (default true):
+     * a ready change is merged through the queue; `batchSize` (default 4, 1 turns batching off): how
+     * many queued changes one candidate holds at most.
+     */
+    queue: z.object({ enabled: z.boolean().optional(), batchSize: positiveInt.optional() }).strict().optional(),
     agentFix: z
       .object({
         command: commandArgv,

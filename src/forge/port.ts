@@ -10,6 +10,19 @@ export type MergeStateStatus = 'CLEAN' | 'BEHIND' | 'BLOCKED' | 'DIRTY' | 'HAS_H
 /** Repository permission of a user, strongest first. */
 export type RepoPermission = 'admin' | 'maintain' | 'write' | 'triage' | 'read' | 'none';
 
+/** Every permission, lowest first (`none`: no access at all). */
+export const REPO_PERMISSIONS: readonly RepoPermission[] = ['none', 'read', 'triage', 'write', 'maintain', 'admin'];
+
+/** Rank of a permission: `none` 0 ... `admin` 5. Pure. */
+export function permissionRank(permission: RepoPermission): number {
+  return REPO_PERMISSIONS.indexOf(permission);
+}
+
+/** The lower of two permissions. Pure. */
+export function lowerPermission(a: RepoPermission, b: RepoPermission): RepoPermission {
+  return permissionRank(a) <= permissionRank(b) ? a : b;
+}
+
 export type CheckStatus = 'queued' | 'in_progress' | 'completed' | 'waiting' | 'requested' | 'pending';
 export type CheckConclusion =
   'success' | 'failure' | 'neutral' | 'cancelled' | 'skipped' | 'timed_out' | 'action_required' | 'startup_failure' | 'stale' | 'error';
@@ -190,6 +203,87 @@ export interface Forge {
    * `main`, else `master`; GitHub: the repository's default branch).
    */
   trustedBranch(): Promise<string>;
+  /**
+   * The forge's side of proofgate's merge queue (src/automerge/queue/):
+   * candidates built from the base tip and the queued changes' squashes,
+   * checked on their exact tree, landed with one compare-and-swap of the
+   * base. Absent: this forge has no queue of proofgate's own (a change merges
+   * on its own). The local forge builds candidates as commits in its
+   * repository; a forge whose checks run elsewhere (GitHub) can implement the
+   * same port by pushing the candidate to a staging ref and reading that
+   * ref's checks.
+   */
+  readonly mergeQueue?: MergeQueuePort;
+}
+
+/** One queued change as a candidate takes it: the reviewed head whose patch is applied, never another. */
+export interface QueueCandidateEntry {
+  readonly changeId: string;
+  readonly headSha: string;
+  /** The title of its squash commit. */
+  readonly title: string;
+}
+
+/** One change's squash commit in a candidate. */
+export interface CandidateCommit {
+  readonly changeId: string;
+  readonly headSha: string;
+  /** Its squash commit: first (and only) parent the previous commit of the candidate, or the base tip. */
+  readonly commit: string;
+  readonly tree: string;
+  /** The paths its squash changes on the candidate (what the trust rule reads). */
+  readonly paths: readonly string[];
+}
+
+/** A candidate: the base tip plus one squash commit per change, in queue order; `tip` is the last. */
+export interface MergeCandidate {
+  readonly baseRef: string;
+  readonly baseSha: string;
+  readonly commits: readonly CandidateCommit[];
+  readonly tip: string;
+  readonly tree: string;
+  /** What the checks' definition is bound to: the trusted config's blob at `baseSha` (`none` without one). */
+  readonly configKey: string;
+}
+
+/** Why a queued change cannot go into a candidate (nothing was built). */
+export type CandidateRefusalCode = 'HEAD_MOVED' | 'NOT_OPEN' | 'MERGED' | 'CONFLICT' | 'EMPTY' | 'PROTECTED_BRANCH';
+
+export type CandidateBuild =
+  | { readonly kind: 'built'; readonly candidate: MergeCandidate }
+  | {
+      readonly kind: 'refused';
+      readonly changeId: string;
+      readonly code: CandidateRefusalCode;
+      readonly reason: string;
+      /** For `MERGED`: the change's merge commit and the head it landed. */
+      readonly merged?: { readonly mergeCommit: string; readonly head: string };
+    };
+
+export interface CandidateCheckResult {
+  readonly passed: boolean;
+  /** True when no check ran: the same tree passed the same checks before (`passedTrees`, or a head whose own tree it is). */
+  readonly reused: boolean;
+  /** `<configKey>|<tree>`: what a pass is remembered by. */
+  readonly key: string;
+  /** The first failing check: its name, conclusion and output reference. */
+  readonly failure: { readonly check: string | null; readonly conclusion: string | null; readonly log: string | null } | null;
+}
+
+export interface MergeQueuePort {
+  /** Build the candidate of `entries` on the base's tip (or say which entry cannot be built, and why). */
+  buildCandidate(baseRef: string, entries: readonly QueueCandidateEntry[]): Promise<CandidateBuild>;
+  /** Run the trusted checks of the candidate's base on exactly its tree (jailed), unless `passedTrees` or a head's own checks already answer for that tree. */
+  checkCandidate(
+    candidate: MergeCandidate,
+    options: { readonly passedTrees: readonly string[]; readonly signal?: AbortSignal; readonly onProgress?: (text: string) => void },
+  ): Promise<CandidateCheckResult>;
+  /**
+   * Move the base to the candidate's tip with one compare-and-swap against
+   * `baseSha` (`BASE_MOVED` when it moved, `HEAD_MOVED` when a change's head
+   * moved; nothing changes then), and record every change of it merged.
+   */
+  landCandidate(candidate: MergeCandidate): Promise<void>;
 }
 
 /** Typed events a forge delivers (webhooks on GitHub, local actions locally). */

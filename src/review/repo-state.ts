@@ -8,7 +8,9 @@ import { git, gitText } from './git.js';
  * attack proofgate itself, and nothing else (unrelated activity in the
  * repository during a lane, such as a new untracked file or another branch,
  * must not hold the review):
- * - HEAD (its commit and the branch it names),
+ * - HEAD: the branch it names, or its commit when detached (a checked-out
+ *   branch moving by a merge is not the reviewer's doing; its files count
+ *   through `git status`),
  * - what the review's base and head names resolve to,
  * - tracked-file modifications in the main work tree (`git status`, untracked
  *   files left out; proofgate's data directory left out),
@@ -29,17 +31,41 @@ export async function repositoryFingerprint(repoDir: string, dataDir?: string, r
     git(repoDir, ['rev-parse', 'HEAD'], { allowFail: true }),
     git(repoDir, ['symbolic-ref', '-q', 'HEAD'], { allowFail: true }),
     Promise.all(refNames.map((name) => git(repoDir, ['rev-parse', '--verify', '--quiet', '--end-of-options', `${name}^{commit}`], { allowFail: true }))),
-    git(top, ['status', '--porcelain=v1', '-z', '--untracked-files=no', '--ignore-submodules=none', ...pathspec]),
+    settledStatus(top, pathspec),
     gitText(repoDir, ['rev-parse', '--git-common-dir']).then(absolute),
     gitText(repoDir, ['rev-parse', '--git-dir']).then(absolute),
   ]);
   const hash = createHash('sha256');
-  for (const part of [head, symbolic, ...named, status]) hash.update(part).update('\0');
+  // A HEAD that names a branch counts by that name (and the branch's files by `git status`), not by the commit the
+  // branch points at: proofgate's own merges move a checked-out base while other changes' reviews run. A branch the
+  // review names is still counted through `refNames`; a detached HEAD counts by its commit.
+  const headPart = symbolic.toString().trim() === '' ? head : Buffer.alloc(0);
+  for (const part of [headPart, symbolic, ...named, status]) hash.update(part).update('\0');
   const dirs = commonDir === gitDir ? [commonDir] : [commonDir, gitDir];
   for (const dir of dirs) {
     for (const entry of ['config', 'config.worktree', 'hooks', 'info']) await hashEntry(hash, join(dir, entry), entry);
   }
   return hash.digest('hex');
+}
+
+/**
+ * `git status` of the tracked files, read only (no index refresh, so it never
+ * holds index.lock while proofgate moves a checked-out branch). A status that
+ * shows something is read again 25 ms later until two reads agree (at most 5
+ * times): a branch proofgate just moved (its ref first, then the index and
+ * files) settles at once, while a reviewer's edit stays.
+ */
+async function settledStatus(top: string, pathspec: readonly string[]): Promise<Buffer> {
+  const read = () =>
+    git(top, ['status', '--porcelain=v1', '-z', '--untracked-files=no', '--ignore-submodules=none', ...pathspec], { env: { GIT_OPTIONAL_LOCKS: '0' } });
+  let last = await read();
+  for (let attempt = 0; attempt < 5 && last.length > 0; attempt += 1) {
+    await new Promise((resolve) => setTimeout(resolve, 25));
+    const next = await read();
+    if (next.equals(last)) return last;
+    last = next;
+  }
+  return last;
 }
 
 /** Fold a file, symlink or directory tree (names, modes, link targets, bytes) into `hash`. */

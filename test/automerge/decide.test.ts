@@ -749,8 +749,10 @@ describe('decideAutomerge', () => {
   });
 });
 
-/** Codes given by `gateDecision` (src/automerge/loop/policy.ts); `stopped` is also decideAutomerge's. */
+/** Codes given by `gateDecision` (src/automerge/loop/policy.ts) and the merge queue (src/automerge/queue/); `stopped` is also decideAutomerge's. */
 const LOOP_CODES: readonly AutomergeReasonCode[] = [
+  'merge-queued',
+  'queue-ejected',
   'new-head-pending',
   'no-agent-fix',
   'no-repair-worker',

@@ -40,6 +40,8 @@ export function fencedForge(forge: Forge, store: LedgerStore, changeId: string, 
     readFile: (ref: string, path: string) => forge.readFile(ref, path),
     permission: (login: string) => forge.permission(login),
     trustedBranch: () => forge.trustedBranch(),
+    // The merge queue fences its own effects by the base's queue lease (src/automerge/queue/).
+    ...(forge.mergeQueue === undefined ? {} : { mergeQueue: forge.mergeQueue }),
     async createComment(id: string, body: string) {
       await guard(id);
       return forge.createComment(id, body);

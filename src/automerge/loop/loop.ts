@@ -15,8 +15,9 @@ import { LoopCheckRuns } from './checks.js';
 import { reviewFacts, type FactsCache } from './facts.js';
 import { IterationReader, latestVerdict, type Iteration } from './iteration.js';
 import { runManualCommands, type ManualCommand } from './manual.js';
-import { finishMerged, runMergeStep } from './merge-step.js';
-import { gateDecision, policyFromConfig } from './policy.js';
+import { deleteMergedHead, finishMerged, runMergeStep } from './merge-step.js';
+import { queueSettings, runQueueStep } from '../queue/step.js';
+import { gateDecision, mergeSettings, policyFromConfig } from './policy.js';
 import { headBehindBase, runRepairStep } from './repair-step.js';
 import { runReviewStep } from './review-step.js';
 import { DecisionPresenter, StatusWriter } from './status.js';
@@ -190,6 +191,29 @@ export async function runAutomergeLoop(env: AutomergeEnvironment, changeId: stri
           break;
         }
         case 'merge': {
+          // Where the forge has a merge queue (and the base's config leaves it on), a ready change lands through it.
+          if (env.forge.mergeQueue !== undefined && queueSettings(it.config).enabled) {
+            const queued = await runQueueStep(env, it.snapshot, decision.head, it.config, {
+              writer,
+              timeline: () => it.state.timeline,
+              progress,
+              approvedTrusted: facts.approval === null ? [] : facts.touchesTrusted,
+              ...(signal === undefined ? {} : { signal }),
+            });
+            if (queued.kind === 'merged') {
+              progress(`merged ${decision.head.slice(0, 12)} as ${queued.mergeCommit.slice(0, 12)} (merge queue)`);
+              await deleteMergedHead(env, it.snapshot, decision.head, mergeSettings(it.config));
+              await finishMerged(env, writer, it.snapshot, queued.state);
+              return outcome('merged', decision.reason, { ...it, state: queued.state }, decision.head, decision.code);
+            }
+            if (queued.kind === 'interrupted') return outcome('interrupted', 'stopped by the caller', it);
+            if (queued.kind === 'blocked') {
+              await presenter.show(it, queued.decision);
+              return outcome('blocked', queued.decision.reason, it, undefined, queued.decision.code);
+            }
+            progress(`left the merge queue (${queued.code}): ${queued.reason}`);
+            break;
+          }
           const merged = await runMergeStep(env, it.snapshot, decision.head, it.config);
           if (merged.kind === 'merged') {
             progress(`merged ${decision.head.slice(0, 12)} as ${merged.mergeCommit.slice(0, 12)}`);

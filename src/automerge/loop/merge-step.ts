@@ -86,7 +86,7 @@ export async function runMergeStep(env: AutomergeEnvironment, snapshot: ChangeSn
  * (`head-branch-deleted`, `head-branch-kept` with its reason,
  * `head-branch-delete-failed` with the error); nothing here fails the merge.
  */
-async function deleteMergedHead(env: AutomergeEnvironment, snapshot: ChangeSnapshot, head: string, settings: MergeSettings): Promise<void> {
+export async function deleteMergedHead(env: AutomergeEnvironment, snapshot: ChangeSnapshot, head: string, settings: MergeSettings): Promise<void> {
   if (!settings.deleteHeadBranch) return;
   const changeId = snapshot.id;
   const branch = snapshot.head.ref;

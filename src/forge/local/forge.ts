@@ -10,12 +10,15 @@ import type {
   DeleteBranchRequest,
   Forge,
   ForgeComment,
+  MergeQueuePort,
   MergeRequest,
   MergeResult,
   PushRequest,
   RepoPermission,
 } from '../port.js';
+import { lowerPermission } from '../port.js';
 import { runChecks, type CheckProgress, type CheckRunResult } from './checks.js';
+import { localMergeQueue } from './candidate.js';
 import { deleteBranch } from './delete-branch.js';
 import { tailForgeEvents, toForgeEvent, type ForgeEventListener, type PositionedForgeEvent, type TailOptions } from './events.js';
 import { mergeChange } from './merge.js';
@@ -69,6 +72,8 @@ export class LocalForge implements Forge {
   readonly store: LocalForgeStore;
   /** The repository itself; a new head is published with `pushBranch`. */
   readonly workspace: ChangeWorkspace;
+  /** The merge queue's candidates on this repository (candidate.ts). */
+  readonly mergeQueue: MergeQueuePort;
   readonly #clock: Clock;
   readonly #trustedBranch: string | undefined;
   #trustedCache: { readonly branch: string; readonly sha: string; readonly value: TrustedConfig } | null = null;
@@ -78,6 +83,7 @@ export class LocalForge implements Forge {
   readonly #listeners = new Set<ForgeEventListener>();
   readonly #wakers = new Set<() => void>();
   #approvals: ApprovalReader | null = null;
+  #ceiling: ((login: string) => Promise<RepoPermission | null>) | null = null;
 
   constructor(options: LocalForgeOptions) {
     this.repo = options.repo;
@@ -89,6 +95,15 @@ export class LocalForge implements Forge {
     this.#beforeBaseUpdate = options.beforeBaseUpdate;
     this.store = new LocalForgeStore(options.storage, (events) => this.#publish(events));
     this.workspace = repositoryWorkspace(this.repo, (request) => this.pushBranch(request));
+    this.mergeQueue = localMergeQueue({
+      repo: this.repo,
+      store: this.store,
+      clock: this.#clock,
+      selfLogin: this.selfLogin,
+      outputCapBytes: this.#outputCapBytes,
+      ...(this.#dataDir === undefined ? {} : { dataDir: this.#dataDir }),
+      trusted: () => this.trustedConfig(),
+    });
   }
 
   #now(): string {
@@ -357,10 +372,23 @@ export class LocalForge implements Forge {
     return this.repo.readBlob(commit, path);
   }
 
-  /** A login's permission under the trusted branch's maintainers (`read` when that branch does not exist yet). */
+  /**
+   * Cap every login's permission by `ceiling` (`proofgate serve`: the
+   * permission of that login's token; null: no cap). The automerge router
+   * reads a commenter's permission here, so a comment posted with a
+   * read-ceiling token is judged as read, whatever the config gives its name.
+   */
+  limitPermissions(ceiling: ((login: string) => Promise<RepoPermission | null>) | null): void {
+    this.#ceiling = ceiling;
+  }
+
+  /** A login's permission under the trusted branch's maintainers (`read` when that branch does not exist yet), under the ceiling if one is set. */
   async permission(login: string): Promise<RepoPermission> {
     const exists = (await this.repo.branchSha(await this.trustedBranch())) !== null;
-    return permissionFromConfig(exists ? (await this.trustedConfig()).config : emptyRepoConfig(), login);
+    const granted = permissionFromConfig(exists ? (await this.trustedConfig()).config : emptyRepoConfig(), login);
+    const cap = this.#ceiling === null ? null : await this.#ceiling(login);
+    if (cap === null) return granted;
+    return lowerPermission(cap, granted);
   }
 
   /** Run the base config's checks at the change's current head (refused, `PROTECTED_BRANCH`, unless the base is protected and the head is not). */

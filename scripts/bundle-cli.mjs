@@ -15,7 +15,8 @@
 //
 // The bundle carries code of other packages, so their licence texts go beside
 // it in dist/cli/THIRD-PARTY-LICENSES.txt.
-import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { dirname, join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { rolldown } from 'rolldown';
@@ -68,3 +69,12 @@ writeFileSync(
   licencesFile,
   `The file main.js beside this one bundles code of the following packages.\n\n${packages.map(licenceOf).join(`\n${'-'.repeat(72)}\n\n`)}`,
 );
+
+// The observer dashboard's files (plain HTML, CSS and JS modules: no build step) and uPlot's, beside the
+// built module that serves them (dist/service/dashboard/), which the bundle finds from dist/cli/ too.
+const dashboardAssets = join(root, 'dist', 'service', 'dashboard', 'assets');
+cpSync(join(root, 'src', 'service', 'dashboard', 'assets'), dashboardAssets, { recursive: true });
+mkdirSync(join(dashboardAssets, 'vendor'), { recursive: true });
+const uplotDist = dirname(createRequire(import.meta.url).resolve('uplot/dist/uPlot.esm.js'));
+for (const name of ['uPlot.esm.js', 'uPlot.min.css']) copyFileSync(join(uplotDist, name), join(dashboardAssets, 'vendor', name));
+copyFileSync(join(uplotDist, '..', 'LICENSE'), join(dashboardAssets, 'vendor', 'uPlot-LICENSE'));

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { Readable } from 'node:stream';
 import { OutputCapture, type OutputCap } from './output.js';
 
 /**
@@ -26,8 +27,8 @@ export interface ProcessRequest {
   readonly output: OutputCap;
   /** `merge` (default) interleaves stderr into `output`; a cap keeps it apart in `stderr`. */
   readonly stderr?: 'merge' | OutputCap;
-  /** Bytes written to the program's stdin, which is then closed; without it stdin is empty. */
-  readonly stdin?: string | Uint8Array;
+  /** Bytes written to the program's stdin, which is then closed, or a stream piped into it (stdin ends with it); without it stdin is empty. */
+  readonly stdin?: string | Uint8Array | Readable;
   readonly signal?: AbortSignal;
   /** Time between SIGTERM and SIGKILL on timeout or abort (default 2000 ms; 0 = SIGKILL at once). */
   readonly killGraceMs?: number;
@@ -173,7 +174,8 @@ export function runProcess(request: ProcessRequest): Promise<ProcessResult> {
     if (child.stdin !== null) {
       // A program that exits without reading its input must not fail the run.
       child.stdin.on('error', () => undefined);
-      child.stdin.end(request.stdin);
+      if (request.stdin instanceof Readable) request.stdin.pipe(child.stdin);
+      else child.stdin.end(request.stdin);
     }
   });
 }

@@ -30,11 +30,27 @@
  * must name the bound address and port (`localhost:port` too when bound to
  * loopback; any name with the bound port when bound to a wildcard address),
  * else 421 with a JSON error: a web page whose name was rebound to this
- * address cannot reach the server (DNS rebinding). With `api`, `GET /api/...`
+ * address cannot reach the server (DNS rebinding). A request a browser made
+ * for another site's page (`foreignSiteProblem`: a fetch, script, image or
+ * frame of another origin) is then 403 before any work. Every JSON answer
+ * goes out with `X-Content-Type-Options: nosniff`. With `api`, `GET /api/...`
  * is answered by it for a caller named by `Authorization: Bearer <token>`
  * with at least read permission; on a server bound to loopback only, reads
  * may come without a token. A missing (off loopback), malformed, unknown or
- * revoked token is 401; too little permission is 403.
+ * revoked token is 401; too little permission is 403. A read's query string
+ * reaches the API. With `dashboard` as well, `GET /` and `GET /assets/...`
+ * are the dashboard's files under the same Host check and read rule, sent
+ * with `Content-Security-Policy: default-src 'self'` and
+ * `X-Content-Type-Options: nosniff`.
+ *
+ * Writes (`POST /api/...`, when the API has `post`) always need a bearer
+ * token, on loopback too, and a body sent as `Content-Type:
+ * application/json` (a browser form cannot send that cross-site without a
+ * preflight), with no Content-Encoding, of at most `maxApiBodyBytes`
+ * (default 64 KiB): 401, 415 and 413 are decided before any of the body is
+ * kept; a body that is not JSON is 400. The API then decides (it makes every
+ * write as the token's identity). With `git`, paths under `/git/` are handed
+ * to it whole (git's smart HTTP; it authenticates on its own).
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -82,6 +98,29 @@ export interface ServiceServerOptions {
   readonly checkHost?: boolean;
   /** The JSON API under `/api/`; without it `/api/...` is 404. */
   readonly api?: ServiceApi;
+  /**
+   * The observer dashboard: `GET /` and `GET /assets/...` (with `api` only, under its Host check and read rule), answered
+   * with `Content-Security-Policy: default-src 'self'` and `X-Content-Type-Options: nosniff`; null: 404.
+   */
+  readonly dashboard?: (path: string) => Promise<StaticAnswer | null>;
+  /** Largest JSON body of an API write (default `DEFAULT_MAX_API_BODY_BYTES`). */
+  readonly maxApiBodyBytes?: number;
+  /** git's smart HTTP under `/git/`; without it `/git/...` is 404. */
+  readonly git?: GitEndpoint;
+}
+
+/** The largest JSON body of an API write by default. */
+export const DEFAULT_MAX_API_BODY_BYTES = 64 * 1024;
+
+/** A handler of every request under `/git/` (it answers, and reads or discards the body, itself). */
+export interface GitEndpoint {
+  handle(req: IncomingMessage, res: ServerResponse, path: string, query: string): Promise<void>;
+}
+
+/** A file of the dashboard. */
+export interface StaticAnswer {
+  readonly contentType: string;
+  readonly body: Buffer;
 }
 
 /** Who is asking, as the API's `authenticate` found them. */
@@ -91,12 +130,20 @@ export interface ApiCaller {
   readonly permission: RepoPermission;
 }
 
-/** The JSON API of a service: reads under `/api/`. */
+/** The JSON API of a service: reads (and, with `post`, writes) under `/api/`. */
 export interface ServiceApi {
   /** The caller a well-formed bearer token names, or null (unknown or revoked). */
   authenticate(token: string): Promise<ApiCaller | null>;
   /** The answer to `GET path` (path starts with `/api/`), or null: no such path. `caller` is null for an anonymous read on loopback. */
-  get(path: string, caller: ApiCaller | null): Promise<Answer | null>;
+  get(path: string, caller: ApiCaller | null, query?: URLSearchParams): Promise<Answer | null>;
+  /**
+   * The answer to `POST path` with a JSON body (parsed, not yet validated) for
+   * an authenticated caller, or null: no such path. Without it every POST
+   * under `/api/` is 405.
+   */
+  post?(path: string, body: unknown, caller: ApiCaller): Promise<Answer | null>;
+  /** Whether `POST path` is a write this API has (else 405, decided before the token is read). */
+  writes?(path: string): boolean;
 }
 
 /** The address a server is bound to. */
@@ -130,6 +177,23 @@ export function hostProblem(header: string | undefined, bound: BoundAddress): st
   const names = isLoopbackAddress(bound.address) ? [name, 'localhost'] : [name];
   const allowed = names.flatMap((entry) => (bound.port === 80 ? [`${entry}:80`, entry] : [`${entry}:${bound.port}`]));
   return allowed.includes(host) ? null : `the Host header does not name this server (${allowed[0] as string})`;
+}
+
+/**
+ * Why a request a browser made for another site's page is refused, or null
+ * (pure; Fetch Metadata, `Sec-Fetch-*`): a fetch, a script, an image, a form
+ * or a frame of another origin (another port of this host too) is refused
+ * before any work, so such a page can neither read nor time nor load the
+ * service; a top-level navigation (a link followed), this origin's own
+ * requests, and clients that send no such header (curl, git, the CLI) pass.
+ */
+export function foreignSiteProblem(headers: IncomingMessage['headers']): string | null {
+  const site = headers['sec-fetch-site'];
+  if (site === undefined || site === 'same-origin' || site === 'none') return null;
+  const mode = headers['sec-fetch-mode'];
+  const dest = headers['sec-fetch-dest'];
+  if (mode === 'navigate' && dest === 'document') return null;
+  return "a request made by another site's page is refused";
 }
 
 export interface ServiceServer {
@@ -266,9 +330,15 @@ function discardRest(req: IncomingMessage, budget: number): void {
   req.resume();
 }
 
+/** A JSON answer; `nosniff`: a browser never reads it as anything else (a script or a style sheet of another page), whatever text it holds. */
 function send(res: ServerResponse, answer: Answer, extraHeaders: Record<string, string> = {}): void {
   const text = JSON.stringify(answer.body);
-  res.writeHead(answer.status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text), ...extraHeaders });
+  res.writeHead(answer.status, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(text),
+    'x-content-type-options': 'nosniff',
+    ...extraHeaders,
+  });
   res.end(text);
 }
 
@@ -325,6 +395,7 @@ export async function createServiceServer(options: ServiceServerOptions): Promis
   const headersTimeout = positiveInteger('headersTimeoutMs', options.headersTimeoutMs ?? Math.min(DEFAULT_HEADERS_TIMEOUT_MS, requestTimeout));
   if (headersTimeout > requestTimeout) throw new ProofgateError('CONFIG', 'headersTimeoutMs must be at most requestTimeoutMs');
   const readyTimeout = positiveInteger('readyTimeoutMs', options.readyTimeoutMs ?? DEFAULT_READY_TIMEOUT_MS);
+  const apiLimit = positiveInteger('maxApiBodyBytes', options.maxApiBodyBytes ?? DEFAULT_MAX_API_BODY_BYTES);
   const budget = bodyBudget(maxBuffered);
   /** Deliveries handed to the intake whose answers are not sent yet: close() waits for these, and only these. */
   const answering = new Set<Promise<void>>();
@@ -457,7 +528,32 @@ export async function createServiceServer(options: ServiceServerOptions): Promis
     send(res, ready ? { status: 200, body: { status: 'ready' } } : { status: 503, body: { status: 'not-ready' } });
   };
 
-  const apiRequest = async (req: IncomingMessage, res: ServerResponse, path: string, served: ServiceApi, at: BoundAddress): Promise<void> => {
+  /** Answer a read allowed by `apiRequest`: the API's JSON (default), or a dashboard file. */
+  const apiAnswer = async (req: IncomingMessage, res: ServerResponse, path: string, served: ServiceApi, caller: ApiCaller | null): Promise<void> => {
+    const url = req.url ?? '';
+    const answer = await served.get(path, caller, new URLSearchParams(url.includes('?') ? url.slice(url.indexOf('?') + 1) : ''));
+    send(res, answer ?? { status: 404, body: { error: `no such path: ${logText(path)}` } });
+  };
+  const dashboardAnswer = async (res: ServerResponse, path: string, file: StaticAnswer | null): Promise<void> => {
+    if (file === null) return send(res, { status: 404, body: { error: `no such path: ${logText(path)}` } });
+    res.writeHead(200, {
+      'content-type': file.contentType,
+      'content-length': file.body.length,
+      'content-security-policy': "default-src 'self'",
+      'x-content-type-options': 'nosniff',
+      'cache-control': 'no-cache',
+    });
+    res.end(file.body);
+  };
+
+  const apiRequest = async (
+    req: IncomingMessage,
+    res: ServerResponse,
+    path: string,
+    served: ServiceApi,
+    at: BoundAddress,
+    answer: (caller: ApiCaller | null) => Promise<void> = (caller) => apiAnswer(req, res, path, served, caller),
+  ): Promise<void> => {
     const unauthorized = (error: string): void => send(res, { status: 401, body: { error } }, { 'www-authenticate': 'Bearer realm="proofgate"' });
     // Every copy of the header, not Node's first one only: two Authorization headers are refused.
     const bearer = bearerToken(distinct(req.headersDistinct.authorization));
@@ -476,7 +572,45 @@ export async function createServiceServer(options: ServiceServerOptions): Promis
     } else if (!isLoopbackAddress(at.address)) {
       return unauthorized('this server needs a token to read: Authorization: Bearer <token>');
     }
-    const answer = await served.get(path, caller);
+    await answer(caller);
+  };
+
+  const apiBudget = bodyBudget(DEFAULT_BUFFERED_BODIES * apiLimit);
+  /** `POST /api/...`: a token always, JSON only, a small body; the API decides the rest. */
+  const apiWrite = async (req: IncomingMessage, res: ServerResponse, path: string, served: ServiceApi): Promise<void> => {
+    const post = served.post?.bind(served);
+    const refuse = (status: number, error: string, headers: Record<string, string> = {}): void => {
+      send(res, { status, body: { error } }, headers);
+      discardRest(req, apiLimit);
+    };
+    if (post === undefined || served.writes?.(path) !== true) return refuse(405, `POST is not allowed on ${logText(path)}`, { allow: 'GET, HEAD' });
+    const bearer = bearerToken(distinct(req.headersDistinct.authorization));
+    const challenge = { 'www-authenticate': 'Bearer realm="proofgate"' };
+    if ('problem' in bearer) return refuse(401, bearer.problem, challenge);
+    if (bearer.token === null) return refuse(401, 'a write needs a token: Authorization: Bearer <token>', challenge);
+    const caller = isTokenShape(bearer.token) ? await served.authenticate(bearer.token) : null;
+    if (caller === null) {
+      logger.warn({ path: logText(path), status: 401 }, 'api write with an unknown or revoked token');
+      return refuse(401, 'the token is unknown or revoked', challenge);
+    }
+    const type = (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
+    if (type !== 'application/json') return refuse(415, 'a write needs Content-Type: application/json');
+    if (req.headers['content-encoding'] !== undefined) return refuse(415, 'a write body may not have a Content-Encoding');
+    if (declaredTooLarge(req, apiLimit)) return refuse(413, `the body is over ${apiLimit} bytes`);
+    const hold: Hold = { bytes: 0 };
+    const read = await readBody(req, apiLimit, apiBudget, hold);
+    apiBudget.release(hold);
+    if (read.kind === 'aborted') return;
+    if (read.kind === 'too-large') return refuse(413, `the body is over ${apiLimit} bytes`);
+    if (read.kind === 'over-budget') return refuse(503, 'too many bodies are being received; retry later', { 'retry-after': '1' });
+    let body: unknown;
+    try {
+      body = JSON.parse(read.bytes.toString('utf8'));
+    } catch {
+      send(res, { status: 400, body: { error: 'the body is not JSON', code: 'INVALID_INPUT' } });
+      return;
+    }
+    const answer = await post(path, body, caller);
     send(res, answer ?? { status: 404, body: { error: `no such path: ${logText(path)}` } });
   };
 
@@ -498,6 +632,13 @@ export async function createServiceServer(options: ServiceServerOptions): Promis
         req.resume();
         return;
       }
+      const foreign = foreignSiteProblem(req.headers);
+      if (foreign !== null) {
+        logger.warn({ path: logText(path), status: 403 }, 'request made by another site refused');
+        send(res, { status: 403, body: { error: foreign } });
+        req.resume();
+        return;
+      }
     }
     const only = (allowed: string): boolean => {
       if (method === allowed || (allowed === 'GET' && method === 'HEAD')) return true;
@@ -509,7 +650,23 @@ export async function createServiceServer(options: ServiceServerOptions): Promis
       req.resume();
       return false;
     };
+    if (options.git !== undefined && path.startsWith('/git/')) {
+      await options.git.handle(req, res, path, (req.url ?? '').includes('?') ? (req.url ?? '').slice((req.url ?? '').indexOf('?') + 1) : '');
+      return;
+    }
+    const dashboard = options.dashboard;
+    if (dashboard !== undefined && api !== undefined && (path === '/' || path.startsWith('/assets/'))) {
+      if (only('GET')) {
+        req.resume();
+        await apiRequest(req, res, path, api, bound, async () => dashboardAnswer(res, path, await dashboard(path)));
+      }
+      return;
+    }
     if (api !== undefined && (path === '/api' || path.startsWith('/api/'))) {
+      if (method === 'POST') {
+        await apiWrite(req, res, path, api);
+        return;
+      }
       if (only('GET')) {
         req.resume();
         await apiRequest(req, res, path, api, bound);

@@ -16,7 +16,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { ProofgateError, newId, type JsonValue } from '../core/index.js';
 import { sameLogin } from '../contracts/repo-config.js';
-import type { RepoPermission } from '../forge/port.js';
+import { lowerPermission, permissionRank, type RepoPermission } from '../forge/port.js';
 import { checkDataDir, dataDirFailure } from '../forge/local/data-dir.js';
 import { defaultStoragePolicy } from '../storage/policy.js';
 import type { RunStorage } from '../storage/policy-types.js';
@@ -38,9 +38,6 @@ export const IDENTITIES_STREAM = 'identities';
 /** The permissions a token may carry, lowest first (GitHub's repository roles). */
 export const TOKEN_PERMISSIONS = ['read', 'triage', 'write', 'maintain', 'admin'] as const;
 export type TokenPermission = (typeof TOKEN_PERMISSIONS)[number];
-
-/** Every permission, lowest first (`none`: no access at all). */
-const ORDER: readonly RepoPermission[] = ['none', ...TOKEN_PERMISSIONS];
 
 // ---------------------------------------------------------------- pure rules
 
@@ -74,18 +71,13 @@ export function parsePermission(text: string): TokenPermission | null {
   return (TOKEN_PERMISSIONS as readonly string[]).includes(text) ? (text as TokenPermission) : null;
 }
 
-/** Rank of a permission: `none` 0 ... `admin` 5. Pure. */
-export function permissionRank(permission: RepoPermission): number {
-  return ORDER.indexOf(permission);
-}
-
 /**
  * The effective permission of a token's identity: the lower of the token's
  * permission (a ceiling) and the one the trusted config gives that login
  * (`read` for one it does not list, on the local forge). Pure.
  */
 export function effectivePermission(tokenPermission: TokenPermission, configPermission: RepoPermission): RepoPermission {
-  return permissionRank(tokenPermission) <= permissionRank(configPermission) ? tokenPermission : configPermission;
+  return lowerPermission(tokenPermission, configPermission);
 }
 
 /** Whether `held` is at least `needed`. Pure. */

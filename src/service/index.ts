@@ -18,7 +18,7 @@ export type { Answer, ApiCaller, ServiceApi, ServiceServer, ServiceServerOptions
 export { localApi, parseRefList, refMoves, refWakes, startLocalService } from './local.js';
 export * from './identities.js';
 export { createServiceMetrics, METRICS_PATH } from './metrics.js';
-export type { ApiChangeSummary, LocalService, LocalServiceOptions, RefMove, RefWake } from './local.js';
+export type { LocalService, LocalServiceOptions, RefMove, RefWake } from './local.js';
 export { INTAKE_NAMESPACE, startGitHubService } from './github/service.js';
 export type { GitHubService, GitHubServiceOptions, GitHubServiceStorage } from './github/service.js';
 export { GitHubAppClient } from './github/app.js';

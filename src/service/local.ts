@@ -28,6 +28,11 @@
  *   data directory's identities (`proofgate token create`) with at least
  *   read permission (the lower of the token's and the trusted config's), or
  *   without a token when the server listens on loopback only.
+ * - The observer dashboard (`GET /`, `/assets/...`, under the same rules)
+ *   and its reads (`GET /api/changes?...`, `/api/changes/:id/timeline`,
+ *   `/api/summary`) from the dashboard's projection in the store: rebuilt at
+ *   start, then kept up every `pollMs` from the events after its stored
+ *   positions and the branches that moved (src/service/projection.ts).
  * - `stop(graceMs)`: no new work is taken (no new job starts; joining a job
  *   that runs is still allowed), running jobs get the grace period to end,
  *   then the rest are interrupted (`ChangeJobs.close` aborts them: each ends
@@ -45,6 +50,10 @@ import type { ForgeComment } from '../forge/port.js';
 import { createServiceServer, type Answer, type ApiCaller, type ServiceApi, type ServiceServer } from './http.js';
 import { effectivePermission, openIdentityStore, type IdentityStore } from './identities.js';
 import { createServiceMetrics } from './metrics.js';
+import { dashboardFiles } from './dashboard/serve.js';
+import { openChangeProjection, projectionAnswer, type ChangeProjection } from './projection.js';
+import { identityCeiling, routeOnce, withWriteApi } from './api-write.js';
+import { gitHttpEndpoint } from './git-http.js';
 
 export interface LocalServiceOptions {
   /** The git repository to follow. */
@@ -130,39 +139,24 @@ export function refWakes(moves: readonly RefMove[], open: readonly Pick<ChangeRe
   return wakes;
 }
 
-/** One change as `GET /api/changes` lists it. */
-export interface ApiChangeSummary {
-  readonly id: string;
-  readonly number: number;
-  readonly title: string;
-  readonly state: ChangeRecord['state'];
-  readonly base: string;
-  readonly head: string;
-  /** The head's sha now (open), as merged, or as last seen (closed, branch gone). */
-  readonly headSha: string;
-}
-
-async function summaryOf(forge: LocalForge, record: ChangeRecord): Promise<ApiChangeSummary> {
-  const headSha =
-    record.state === 'merged' && record.merge !== null ? record.merge.reviewedHeadSha : ((await forge.repo.branchSha(record.headRef)) ?? record.openedHeadSha);
-  return { id: record.changeId, number: record.number, title: record.title, state: record.state, base: record.baseRef, head: record.headRef, headSha };
-}
-
-/** The read API of a local repository's service (answers are plain JSON; untrusted text is only ever a JSON string). */
-export function localApi(forge: LocalForge, identities: IdentityStore): ServiceApi {
+/**
+ * The read API of a local repository's service (answers are plain JSON;
+ * untrusted text is only ever a JSON string): `GET /api/changes` (paged:
+ * `stage`, `repo`, `limit`, `cursor`), `GET /api/changes/:id/timeline` and
+ * `GET /api/summary` read the dashboard's projection (no request replays
+ * events); `GET /api/changes/:id` is the change's snapshot now, without its
+ * comments and checks.
+ */
+export function localApi(forge: LocalForge, identities: IdentityStore, projection: ChangeProjection): ServiceApi {
   return {
     async authenticate(token: string): Promise<ApiCaller | null> {
       const identity = await identities.authenticate(token);
       if (identity === null) return null;
       return { login: identity.login, permission: effectivePermission(identity.permission, await forge.permission(identity.login)) };
     },
-    async get(path: string): Promise<Answer | null> {
-      if (path === '/api/changes') {
-        const records = await forge.store.listChanges();
-        const changes: ApiChangeSummary[] = [];
-        for (const record of records) changes.push(await summaryOf(forge, record));
-        return { status: 200, body: { changes } };
-      }
+    async get(path: string, _caller: ApiCaller | null, query: URLSearchParams = new URLSearchParams()): Promise<Answer | null> {
+      const projected = projectionAnswer(projection, path, query);
+      if (projected !== null) return projected;
       const match = /^\/api\/changes\/([^/]+)$/.exec(path);
       if (match === null) return null;
       const id = match[1] as string;
@@ -233,6 +227,7 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
   const { forge } = opened;
   let identities: { readonly store: IdentityStore; close(): Promise<void> } | null = null;
   let automerge: LocalAutomerge | null = null;
+  let projection: ChangeProjection | null = null;
   let server: ServiceServer | null = null;
   let stopping = false;
   const work = new AbortController();
@@ -241,6 +236,8 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
   const metrics = createServiceMetrics({ runningLoops: () => running() });
   try {
     identities = openIdentityStore(opened.dataDir, { selfLogin: forge.selfLogin });
+    // A commenter's permission is capped by its token here too: the router reads it from the forge.
+    forge.limitPermissions(identityCeiling(identities.store));
     // Comments of any process reach the router through the automerge wiring's own tail of the store.
     let routeComment: (changeId: string, comment: ForgeComment) => Promise<void> = async () => undefined;
     automerge = await openLocalAutomerge({
@@ -265,7 +262,14 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
       },
     });
     const am: LocalAutomerge = automerge;
+    // One route per comment version here: a comment posted through the API is routed by the API and seen again by the tail.
+    const routeCommentOnce = routeOnce(am.router);
     running = () => am.jobs.running().length;
+    // The dashboard's projection: rebuilt now, then kept up by `projectionWatch` as events and branches move.
+    projection = openChangeProjection(opened.dataDir, { forge, ledger: am.env.store, secret: am.env.secret });
+    const board: ChangeProjection = projection;
+    await board.rebuild();
+    const movedHeads = new Set<string>();
 
     /** Start the change's job when automerge is on, it is not merged and no job of it runs here. */
     const restartIfDue = async (changeId: string): Promise<void> => {
@@ -278,7 +282,7 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
       if (stopping) return;
       if (parseCommands(comment.body).length === 0 || comment.author.toLowerCase() === forge.selfLogin.toLowerCase()) return;
       try {
-        const routed = await am.router.handleComment(changeId, comment);
+        const routed = await routeCommentOnce(changeId, comment);
         logger.info(
           {
             changeId,
@@ -308,7 +312,14 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
         logger,
         metrics,
         checkHost: true,
-        api: localApi(forge, identities.store),
+        api: withWriteApi(localApi(forge, identities.store, board), { forge, automerge: am, logger, route: routeCommentOnce }),
+        dashboard: dashboardFiles(),
+        git: gitHttpEndpoint({
+          repo: forge.repo,
+          authenticate: localApi(forge, identities.store, board).authenticate,
+          trusted: () => forge.trustedConfig(),
+          logger,
+        }),
         ready: async () => {
           if (stopping) return false;
           await forge.store.events.readAll({ afterPosition: after, limit: 1 });
@@ -341,6 +352,7 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
           const next = await branchRefs(forge);
           const moves = refMoves(refs, next);
           refs = next;
+          for (const move of moves) if (move.ref.startsWith('refs/heads/')) movedHeads.add(move.ref.slice('refs/heads/'.length));
           if (moves.length === 0) continue;
           tick += 1;
           const open = (await forge.store.listChanges()).filter((entry) => entry.state === 'open');
@@ -363,6 +375,20 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
     logger.info({ repo: forge.repo.root, dataDir: opened.dataDir, http: server?.url ?? null, pollMs }, 'serving');
 
     const listening = server;
+    const projectionWatch = (async () => {
+      while (!work.signal.aborted) {
+        await pause(pollMs, work.signal);
+        if (work.signal.aborted) return;
+        try {
+          const branches = [...movedHeads];
+          movedHeads.clear();
+          await board.refresh(branches.length === 0 ? [] : board.openOnHeads(branches));
+        } catch (error) {
+          if (!work.signal.aborted) logger.warn({ err: errorMessage(error) }, 'dashboard projection not refreshed');
+        }
+      }
+    })();
+
     const idents = identities;
     const hurry = deferred();
     const finished = settled();
@@ -373,6 +399,7 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
       logger.info({ graceMs, runningJobs: am.jobs.running().length }, 'stopping: no new work');
       work.abort();
       await refWatch.catch(() => undefined);
+      await projectionWatch.catch(() => undefined);
       let timer: NodeJS.Timeout | undefined;
       const grace = new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)));
       await Promise.race([Promise.allSettled(am.jobs.running()), grace, hurry.promise]);
@@ -382,6 +409,7 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
       // ChangeJobs.close aborts the loops; an interrupted loop cancels the checks it started (they run again later).
       await am.close();
       await listening?.close();
+      await board.close();
       await idents.close();
       await opened.close();
       logger.info({}, 'stopped');
@@ -403,6 +431,7 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
     work.abort();
     await server?.close().catch(() => undefined);
     await automerge?.close().catch(() => undefined);
+    await projection?.close().catch(() => undefined);
     await identities?.close().catch(() => undefined);
     await opened.close().catch(() => undefined);
     throw error;

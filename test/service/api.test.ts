@@ -150,9 +150,12 @@ describe('serve --repo: the read API', () => {
     const anonymous = await get(service.url, '/api/changes');
     expect(anonymous.status).toBe(200);
     expect(anonymous.headers['content-type']).toBe('application/json; charset=utf-8');
-    expect(anonymous.json).toEqual({
-      changes: [{ id: '1', number: 1, title: TITLE, state: 'open', base: 'main', head: 'feature', headSha: repo.sha('feature') }],
+    // One page of the dashboard's projection: every change the service has seen, with its stage.
+    expect(anonymous.json).toMatchObject({
+      changes: [{ id: '1', number: 1, title: TITLE, state: 'open', stage: 'arriving', base: 'main', head: 'feature', headSha: repo.sha('feature') }],
+      nextCursor: null,
     });
+    expect(anonymous.json.changes).toHaveLength(1);
     // Untrusted text is a JSON string: no HTML escaping, no raw markup outside a string.
     expect(anonymous.text).toContain(JSON.stringify(TITLE));
 

@@ -1,13 +1,14 @@
 import type { Command } from 'commander';
 import { openLocalAutomerge, type Dispatch, type LocalAutomerge, type LoopOutcome, type LoopProgress } from '../../automerge/loop/index.js';
 import { parseCommands } from '../../automerge/commands.js';
-import { collectVerdicts } from '../../automerge/markers.js';
 import { GitRepository, defaultLocalDataDir, openLocalForge, type LocalForge } from '../../forge/local/index.js';
-import type { ChangeSnapshot, ForgeComment } from '../../forge/port.js';
+import type { ForgeComment } from '../../forge/port.js';
+import { mergedOutcome } from '../../service/api-write.js';
 import { ProofgateError } from '../../core/index.js';
 import { resolveDataDir } from '../data-dir.js';
 import { emit, setExitStatus, usageError } from '../io.js';
 import { untrustedText } from '../untrusted-text.js';
+import { followComment, notRemote, remoteCall, remoteTarget, renderable, type RemoteOutcome } from '../remote.js';
 
 /**
  * Exit status per loop outcome: 0 merged, 3 blocked, 4 still waiting (also
@@ -27,8 +28,8 @@ export function progressLine(progress: LoopProgress): string {
   return `[change ${untrustedText(progress.changeId)}] ${untrustedText(progress.text)}`;
 }
 
-/** The human summary of an outcome. */
-export function renderOutcome(outcome: LoopOutcome): string {
+/** The human summary of an outcome (of this process's loop, or one a server reported). */
+export function renderOutcome(outcome: Pick<LoopOutcome, 'kind' | 'changeId' | 'head' | 'repairs' | 'verdict' | 'mergeCommit' | 'reason'>): string {
   const head = outcome.head === null ? '' : ` head ${outcome.head.slice(0, 12)}`;
   const repairs = `${outcome.repairs} repair${outcome.repairs === 1 ? '' : 's'}`;
   const verdict = untrustedText(outcome.verdict ?? 'no verdict');
@@ -88,23 +89,39 @@ async function mergeToRecord(automerge: LocalAutomerge, changeId: string): Promi
   return state.merged === null && steps.some((step) => step.step === 'merge-attempt');
 }
 
-/** The outcome of a change that merged before this command ran (nothing is posted). */
-async function alreadyMerged(automerge: LocalAutomerge, snapshot: ChangeSnapshot): Promise<LoopOutcome> {
-  const { env } = automerge;
-  const { state } = await env.store.load(snapshot.id);
-  const head = state.merged?.head ?? snapshot.head.sha;
-  const { verdicts } = collectVerdicts(snapshot.comments, { selfLogin: env.forge.selfLogin, secret: env.secret, changeId: snapshot.id });
-  const forHead = verdicts.filter((v) => v.fields.head === head);
-  return {
-    kind: 'merged',
-    changeId: snapshot.id,
-    reason: 'the change was already merged; nothing was done',
-    head,
-    mergeCommit: snapshot.mergeCommitSha ?? state.merged?.mergeCommit ?? null,
-    verdict: forHead[forHead.length - 1]?.fields.verdict ?? null,
-    repairs: state.repairs.filter((r) => r.status === 'pushed').length,
-    state,
-  };
+/**
+ * `automerge ID` in client mode: post `/proofgate automerge` as the token's
+ * identity and follow the job the server runs to its end. Nothing is posted
+ * for a closed or merged change, as in direct mode; a command the server's
+ * router refuses (permission below write) is an error (READ_ONLY).
+ */
+async function remoteAutomerge(remote: NonNullable<ReturnType<typeof remoteTarget>>, id: string, json: boolean): Promise<void> {
+  const current = (await remoteCall<{ change: { state: string } }>(remote, 'GET', `/api/change-records/${id}`)).change;
+  if (current.state === 'closed')
+    throw new ProofgateError('NOT_MERGEABLE', `change ${id} is closed without merging; nothing to automerge (nothing was posted)`);
+  let outcome: RemoteOutcome;
+  if (current.state === 'merged') {
+    outcome = await remoteCall<RemoteOutcome>(remote, 'GET', `/api/changes/${id}/merged-outcome`);
+  } else {
+    const posted = await remoteCall<{ comment: ForgeComment; refused: { reason: string }[]; following: boolean }>(
+      remote,
+      'POST',
+      `/api/changes/${id}/comments`,
+      {
+        body: '/proofgate automerge',
+      },
+    );
+    const refusal = posted.refused[0];
+    if (refusal !== undefined) throw new ProofgateError('READ_ONLY', `change ${id}: ${refusal.reason} (nothing was started)`);
+    if (!posted.following) throw new ProofgateError('INVALID_INPUT', `change ${id}: the server started no automerge job`);
+    const followed = await followComment(remote, id, posted.comment.id);
+    if (followed.kind !== 'ran') {
+      throw new ProofgateError('INVALID_INPUT', `change ${id} is already being automerged by ${followed.holder} (lease until ${followed.until})`);
+    }
+    outcome = followed.outcome;
+  }
+  await emit(json, outcome, () => renderOutcome(renderable(outcome)));
+  setExitStatus(AUTOMERGE_EXIT[outcome.outcome]);
 }
 
 export function registerAutomergeCommands(program: Command): void {
@@ -133,6 +150,12 @@ export function registerAutomergeCommands(program: Command): void {
     )
     .action(async (id: string, flags: AutomergeFlags) => {
       if (!/^[1-9][0-9]*$/.test(id)) throw usageError(`change id must be a positive number, got "${id}"`);
+      const remote = remoteTarget();
+      if (remote !== null) {
+        if (flags.replay !== undefined) throw notRemote('automerge --replay');
+        await remoteAutomerge(remote, id, Boolean(flags.json));
+        return;
+      }
       const repo = await GitRepository.open(flags.repo ?? process.cwd());
       const dataDir = resolveDataDir(flags.data, defaultLocalDataDir(repo));
       const opened = await openLocalForge({ repoDir: repo.root, dataDir });
@@ -154,7 +177,7 @@ export function registerAutomergeCommands(program: Command): void {
         process.once('SIGINT', interrupt);
         try {
           if (current.state === 'merged' && !(await mergeToRecord(automerge, id))) {
-            const outcome = await alreadyMerged(automerge, current);
+            const outcome = await mergedOutcome(automerge, current);
             await emit(Boolean(flags.json), outcomeJson(outcome), () => renderOutcome(outcome));
             setExitStatus(AUTOMERGE_EXIT.merged);
             return;

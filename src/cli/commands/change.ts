@@ -1,10 +1,12 @@
 import type { Command } from 'commander';
+import { ProofgateError } from '../../core/index.js';
 import type { ChangeSnapshot, ForgeComment } from '../../forge/port.js';
 import { GitRepository, defaultLocalDataDir, openLocalForge, type ChangeRecord, type LocalForge } from '../../forge/local/index.js';
 import { resolveDataDir } from '../data-dir.js';
 import { AUTOMERGE_EXIT, outcomeJson, renderOutcome, routeLocalComment, type RoutedComment } from './automerge.js';
 import { emit, setExitStatus, usageError } from '../io.js';
 import { untrustedText } from '../untrusted-text.js';
+import { followComment, notRemote, refuseAs, remoteCall, remoteTarget, renderable } from '../remote.js';
 
 /** `--repo` / `--data`, shared by every local-forge command. */
 export interface LocalForgeFlags {
@@ -81,6 +83,12 @@ function nonEmpty(value: string, what: string): string {
 
 const STATES = ['open', 'closed', 'merged', 'all'] as const;
 
+/** A change id as a path segment for the server; any other text names no change (NOT_FOUND, as in direct mode, nothing sent). */
+export function changeIdPath(id: string): string {
+  if (!/^[1-9][0-9]{0,15}$/.test(id)) throw new ProofgateError('NOT_FOUND', `no change with id "${id}"`, { changeId: id });
+  return id;
+}
+
 const AS_HELP = "author login (default: the local git identity, user.name); never proofgate's own, in any letter case (RESERVED_IDENTITY)";
 
 export function registerChangeCommands(program: Command): void {
@@ -100,14 +108,25 @@ export function registerChangeCommands(program: Command): void {
         "\nRefused, with nothing registered: a base that is not protected or a head that is (PROTECTED_BRANCH), a base whose .proofgate.yml is invalid (CONFIG), proofgate's own login as author (RESERVED_IDENTITY).",
       ),
   ).action(async (flags: LocalForgeFlags & { head: string; base?: string; title?: string; as?: string }) => {
-    const snapshot = await withLocalForge(flags, async (forge) =>
-      forge.openChange({
-        head: nonEmpty(flags.head, '--head'),
-        base: nonEmpty(flags.base ?? (await forge.trustedBranch()), '--base'),
-        title: flags.title,
-        author: flags.as,
-      }),
-    );
+    const remote = remoteTarget();
+    if (remote !== null) refuseAs(flags.as);
+    const snapshot =
+      remote !== null
+        ? (
+            await remoteCall<{ change: ChangeSnapshot }>(remote, 'POST', '/api/changes', {
+              head: nonEmpty(flags.head, '--head'),
+              ...(flags.base === undefined ? {} : { base: nonEmpty(flags.base, '--base') }),
+              ...(flags.title === undefined ? {} : { title: flags.title }),
+            })
+          ).change
+        : await withLocalForge(flags, async (forge) =>
+            forge.openChange({
+              head: nonEmpty(flags.head, '--head'),
+              base: nonEmpty(flags.base ?? (await forge.trustedBranch()), '--base'),
+              title: flags.title,
+              author: flags.as,
+            }),
+          );
     await emit(
       Boolean(flags.json),
       snapshot,
@@ -123,8 +142,12 @@ export function registerChangeCommands(program: Command): void {
       .option('--json', 'print a JSON array'),
   ).action(async (flags: LocalForgeFlags & { state: string }) => {
     if (!(STATES as readonly string[]).includes(flags.state)) throw usageError(`--state must be one of ${STATES.join(', ')}`);
-    const records = await withLocalForge(flags, (forge) => forge.listChanges());
-    const entries = records.filter((record) => flags.state === 'all' || record.state === flags.state).map(listEntry);
+    const remote = remoteTarget();
+    const all =
+      remote !== null
+        ? (await remoteCall<{ changes: ReturnType<typeof listEntry>[] }>(remote, 'GET', '/api/change-records')).changes
+        : (await withLocalForge(flags, (forge) => forge.listChanges())).map(listEntry);
+    const entries = all.filter((entry) => flags.state === 'all' || entry.state === flags.state);
     await emit(Boolean(flags.json), entries, () =>
       entries.length === 0
         ? 'no changes'
@@ -142,10 +165,15 @@ export function registerChangeCommands(program: Command): void {
       .option('--json', 'print the snapshot as JSON'),
   ).action(async (id: string, flags: LocalForgeFlags) => {
     // The author's permission is shown beside the snapshot (asked of the forge: a snapshot does not carry it).
-    const snapshot = await withLocalForge(flags, async (forge) => {
-      const read = await forge.snapshot(id);
-      return { ...read, author: { ...read.author, permission: await forge.permission(read.author.login) } };
-    });
+    const remote = remoteTarget();
+    type Shown = ChangeSnapshot & { readonly author: { readonly login: string; readonly permission: string } };
+    const snapshot: Shown =
+      remote !== null
+        ? (await remoteCall<{ change: Shown }>(remote, 'GET', `/api/change-records/${changeIdPath(id)}`)).change
+        : await withLocalForge(flags, async (forge) => {
+            const read = await forge.snapshot(id);
+            return { ...read, author: { ...read.author, permission: await forge.permission(read.author.login) } };
+          });
     await emit(Boolean(flags.json), snapshot, () => renderSnapshot(snapshot));
   });
 
@@ -163,6 +191,31 @@ export function registerChangeCommands(program: Command): void {
       ),
   ).action(async (id: string, text: string, flags: LocalForgeFlags & { as?: string }) => {
     nonEmpty(text, 'the comment text');
+    const remote = remoteTarget();
+    if (remote !== null) {
+      refuseAs(flags.as);
+      const posted = await remoteCall<{ comment: ForgeComment; refused: { reason: string }[]; following: boolean }>(
+        remote,
+        'POST',
+        `/api/changes/${changeIdPath(id)}/comments`,
+        { body: text },
+      );
+      for (const refusal of posted.refused) process.stderr.write(`[change ${untrustedText(id)}] ${untrustedText(refusal.reason)}\n`);
+      if (!posted.following) {
+        await emit(Boolean(flags.json), posted.comment, () => renderComment(id, posted.comment));
+        return;
+      }
+      const followed = await followComment(remote, id, posted.comment.id);
+      if (followed.kind === 'held-elsewhere') {
+        process.stderr.write(`proofgate: change ${id} is being automerged by ${untrustedText(followed.holder)}; it will see this command\n`);
+        await emit(Boolean(flags.json), posted.comment, () => renderComment(id, posted.comment));
+        return;
+      }
+      const ended = followed.outcome;
+      await emit(Boolean(flags.json), { ...ended, comment: posted.comment }, () => `${renderComment(id, posted.comment)}\n${renderOutcome(renderable(ended))}`);
+      setExitStatus(AUTOMERGE_EXIT[ended.outcome]);
+      return;
+    }
     const { comment, routed } = await withLocalForge(flags, async (forge): Promise<{ comment: ForgeComment; routed: RoutedComment }> => {
       const posted = await forge.commentAs(id, text, flags.as ?? (await forge.localIdentity()));
       return { comment: posted, routed: await routeLocalComment(forge, resolveDataDir(flags.data, defaultLocalDataDir(forge.repo)), id, posted) };
@@ -179,7 +232,11 @@ export function registerChangeCommands(program: Command): void {
   addLocalForgeOptions(
     change.command('close').description('close a change without merging it').argument('<id>', 'change id').option('--json', 'print the snapshot as JSON'),
   ).action(async (id: string, flags: LocalForgeFlags) => {
-    const snapshot = await withLocalForge(flags, (forge) => forge.closeChange(id));
+    const remote = remoteTarget();
+    const snapshot =
+      remote !== null
+        ? (await remoteCall<{ change: ChangeSnapshot }>(remote, 'POST', `/api/changes/${changeIdPath(id)}/close`, {})).change
+        : await withLocalForge(flags, (forge) => forge.closeChange(id));
     await emit(Boolean(flags.json), snapshot, () => `closed change ${id}`);
   });
 
@@ -193,6 +250,7 @@ export function registerChangeCommands(program: Command): void {
       .option('--message <text>', 'body of the squash commit', '')
       .option('--json', 'print {"merged","sha"} as JSON'),
   ).action(async (id: string, flags: LocalForgeFlags & { expectedHead: string; title?: string; message: string }) => {
+    if (remoteTarget() !== null) throw notRemote('change merge');
     if (!/^[0-9a-f]{40}$/.test(flags.expectedHead)) throw usageError('--expected-head must be a full 40-character sha');
     const result = await withLocalForge(flags, (forge) =>
       forge.merge(id, { expectedHeadSha: flags.expectedHead, title: flags.title ?? '', message: flags.message }),

@@ -4,7 +4,8 @@ import { parseOutputUrl, type CheckProgress, type CheckRunResult, type LocalForg
 import type { ForgeCheck } from '../../forge/port.js';
 import { EXIT, emit, setExitStatus, writeOut } from '../io.js';
 import { untrustedText } from '../untrusted-text.js';
-import { addLocalForgeOptions, withLocalForge, type LocalForgeFlags } from './change.js';
+import { addLocalForgeOptions, changeIdPath, withLocalForge, type LocalForgeFlags } from './change.js';
+import { notRemote, remoteCall, remoteTarget } from '../remote.js';
 
 const seconds = (ms: number): string => `${(ms / 1000).toFixed(1)}s`;
 
@@ -64,6 +65,16 @@ async function readCheckLog(forge: LocalForge, changeId: string, name: string): 
   return { changeId, headSha, name, status: check.status, conclusion: check.conclusion, outputUrl: check.url, output };
 }
 
+/** `checks run` in client mode: the server runs them; each completed line is printed on stderr as direct mode does. */
+async function remoteChecks(remote: NonNullable<ReturnType<typeof remoteTarget>>, id: string): Promise<{ headSha: string; results: CheckRunResult[] }> {
+  const run = await remoteCall<{ headSha: string; results: CheckRunResult[] }>(remote, 'POST', `/api/changes/${changeIdPath(id)}/checks`, {});
+  for (const result of run.results) {
+    const line = progressLine({ phase: 'completed', result } as CheckProgress, false);
+    if (line !== null) process.stderr.write(`${line}\n`);
+  }
+  return run;
+}
+
 export function registerChecksCommands(program: Command): void {
   const checks = program.command('checks').description('checks of the local forge, configured in .proofgate.yml of the base branch');
 
@@ -75,14 +86,18 @@ export function registerChecksCommands(program: Command): void {
       .option('--json', 'print {"changeId","headSha","results"} as JSON'),
   ).action(async (id: string, flags: LocalForgeFlags) => {
     const tty = process.stderr.isTTY === true;
-    const { headSha, results } = await withLocalForge(flags, (forge) =>
-      forge.runChecks(id, {
-        onProgress: (progress) => {
-          const line = progressLine(progress, tty);
-          if (line !== null) process.stderr.write(`${line}\n`);
-        },
-      }),
-    );
+    const remote = remoteTarget();
+    const { headSha, results } =
+      remote !== null
+        ? await remoteChecks(remote, id)
+        : await withLocalForge(flags, (forge) =>
+            forge.runChecks(id, {
+              onProgress: (progress) => {
+                const line = progressLine(progress, tty);
+                if (line !== null) process.stderr.write(`${line}\n`);
+              },
+            }),
+          );
     await emit(Boolean(flags.json), { changeId: id, headSha, results }, () => renderResults(id, headSha, results));
     const failed = results.filter((result) => result.conclusion !== 'success');
     if (failed.length > 0) {
@@ -105,6 +120,7 @@ export function registerChecksCommands(program: Command): void {
         '\nThe output is printed as stored: stdout and stderr interleaved, the tail kept under the output cap (a cut output starts with a "(first bytes dropped ...)" line), secret-looking text redacted; control characters other than newlines (escape sequences, tabs, carriage returns, bidi controls) are shown escaped, as \\x1b, \\t, \\r, \\u202e (--json has the exact text). A check that printed nothing prints nothing. Exit 1 with one line on stderr when the change has no completed run of NAME at its current head.',
       ),
   ).action(async (id: string, name: string, flags: LocalForgeFlags) => {
+    if (remoteTarget() !== null) throw notRemote('checks log');
     const log = await withLocalForge(flags, (forge) => readCheckLog(forge, id, name));
     if (flags.json === true) await emit(true, log, () => log.output);
     // Every line of the output is the check's own (nothing of proofgate's is on stdout here), so no prefix.

@@ -28,11 +28,21 @@ Two ways to run:
       commands of comments posted by any process (e.g. 'proofgate change
       comment' in another terminal); a push to a change's branch or to its
       base wakes that change, or starts its automerge again when it is on.
-      HTTP: GET /healthz, GET /readyz, GET /metrics, and the read API
-      GET /api/changes and GET /api/changes/ID (a token from 'proofgate
+      HTTP: GET /healthz, GET /readyz, GET /metrics, the observer
+      dashboard at GET / (board, a change's timeline, charts), the read API
+      (GET /api/changes, /api/changes/ID, ...: a token from 'proofgate
       token create' as 'Authorization: Bearer ...'; not needed while the
-      server listens on loopback only); no webhooks. Every request must
-      name this server in its Host header.
+      server listens on loopback only), the write API (POST /api/changes,
+      /api/changes/ID/comments, /checks, /close: always a token, a JSON
+      body, made as the token's identity, its permission capped by the
+      token), and the repository over git at /git/NAME.git (NAME: the
+      repository directory's name; HTTP Basic with the token as password;
+      fetch needs read, push write, and an identity pushes only to
+      refs/heads/LOGIN/..., never to a protected branch, a tag or another
+      identity's branch). No webhooks. Every request must name this server
+      in its Host header. Agents then need no access to the repository or
+      the data directory: they set PROOFGATE_URL and PROOFGATE_TOKEN and
+      use the CLI in client mode (docs/cli.md, "Client mode").
 
   proofgate serve                a GitHub App, from the PROOFGATE_GITHUB_*
       settings (docs/service.md): POST /webhooks takes signed deliveries
@@ -131,7 +141,7 @@ export function registerServeCommands(program: Command): void {
     .option('--data <dir>', 'state directory (default: $PROOFGATE_DATA_DIR, else .git/proofgate/ of the repository with --repo, else ~/.proofgate)')
     .option('--database-url <url>', 'PostgreSQL for the GitHub App service, shared by several processes (default: $PROOFGATE_DATABASE_URL)')
     .option('--workers <n>', 'jobs run at once in this process, 1 to 64 (default 1)')
-    .option('--port <n>', 'HTTP port (/webhooks, /healthz, /readyz, /metrics, /api with --repo); 0 picks a free one (default 8080)')
+    .option('--port <n>', 'HTTP port (/webhooks, /healthz, /readyz, /metrics; /api and /git with --repo); 0 picks a free one (default 8080)')
     .option('--host <host>', 'address to listen on (default 127.0.0.1)')
     .option('--no-http', 'listen on nothing')
     .option(

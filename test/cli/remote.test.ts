@@ -1,0 +1,125 @@
+/**
+ * Client mode (PROOFGATE_URL, PROOFGATE_TOKEN): the built CLI as separate
+ * processes, talking to `proofgate serve --repo` on loopback under different
+ * identities, compared with direct mode on an identical repository.
+ */
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { openLocalForge } from '../../src/forge/local/index.js';
+import { served, tempDir, type Cleanups, type Served } from '../service/write-support.js';
+import { runCliAsync, type CliResult } from './helpers.js';
+
+vi.setConfig({ testTimeout: 300_000 });
+
+const cleanups: Cleanups = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+function client(setup: Served, token: string | null, args: readonly string[]): Promise<CliResult> {
+  const cwd = tempDir(cleanups, 'proofgate-client-cwd-');
+  return runCliAsync(args, {
+    cwd,
+    env: { PROOFGATE_URL: setup.service.url, PROOFGATE_TOKEN: token ?? '', PROOFGATE_DATA_DIR: '' },
+  });
+}
+
+function direct(setup: Served, args: readonly string[]): Promise<CliResult> {
+  return runCliAsync([...args, '--repo', setup.repo.dir, '--data', setup.data], { env: { PROOFGATE_URL: '', PROOFGATE_TOKEN: '' } });
+}
+
+/** What may differ between two runs: ids, times, durations, commit shas (the repositories' commits have their own times). */
+function normal(text: string): string {
+  return text
+    .replace(/cmt_[0-9a-f]+/g, 'cmt_ID')
+    .replace(/chk_[0-9a-f]+/g, 'chk_ID')
+    .replace(/\d{4}-\d\d-\d\dT[\d:.]+Z/g, 'TIME')
+    .replace(/\d+\.\ds/g, 'N.Ns')
+    .replace(/\b[0-9a-f]{12}(?:[0-9a-f]{28}(?:[0-9a-f]{24})?)?\b/g, 'SHA');
+}
+
+function expectNoTokens(setup: Served, result: CliResult): void {
+  for (const token of Object.values(setup.tokens)) {
+    expect(result.stdout).not.toContain(token);
+    expect(result.stderr).not.toContain(token);
+  }
+}
+
+describe('client mode', () => {
+  it('prints what direct mode prints and exits as it does', async () => {
+    const remote = await served(cleanups);
+    const local = await served(cleanups, { serve: false });
+    const alice = remote.tokens.alice;
+    const steps: { args: string[]; direct?: string[] }[] = [
+      { args: ['change', 'open', '--head', 'alice/feature', '--title', 'the feature'], direct: ['--as', 'alice'] },
+      { args: ['change', 'list'] },
+      { args: ['change', 'list', '--state', 'closed', '--json'] },
+      { args: ['change', 'comment', '1', 'hello <b>there</b>'], direct: ['--as', 'alice'] },
+      { args: ['change', 'show', '1'] },
+      { args: ['checks', 'run', '1'] },
+      { args: ['change', 'show', '9'] },
+      { args: ['change', 'show', 'abc', '--json'] },
+      { args: ['checks', 'run', '9'] },
+      { args: ['change', 'comment', '9', 'x'], direct: ['--as', 'alice'] },
+      { args: ['change', 'open', '--head', 'main'], direct: ['--as', 'alice'] },
+      { args: ['change', 'close', '1'] },
+      { args: ['change', 'close', '1', '--json'] },
+      { args: ['automerge', '1'] },
+    ];
+    for (const step of steps) {
+      const viaServer = await client(remote, alice, step.args);
+      const viaDirect = await direct(local, [...step.args, ...(step.direct ?? [])]);
+      const name = step.args.join(' ');
+      expect(viaServer.status, `${name}: ${viaServer.stderr}`).toBe(viaDirect.status);
+      expect(normal(viaServer.stdout), name).toBe(normal(viaDirect.stdout));
+      if (viaDirect.status !== 0) {
+        const code = (text: string) => /\[([A-Z_]+)\]\s*$/.exec(text.trim())?.[1];
+        expect(code(viaServer.stderr), name).toBe(code(viaDirect.stderr));
+      }
+      expectNoTokens(remote, viaServer);
+    }
+  });
+
+  it('two identities: the one without write cannot start automerge, nobody posts as proofgate, --as is refused', async () => {
+    const setup = await served(cleanups, { openChange: true, broken: true });
+    const bob = await client(setup, setup.tokens.bob, ['automerge', '1']);
+    expect(bob.status).toBe(1);
+    expect(bob.stderr).toContain('permission triage');
+    expect(bob.stderr).toContain('[READ_ONLY]');
+    const carol = await client(setup, setup.tokens.carol, ['change', 'comment', '1', '/proofgate automerge']);
+    expect(carol.status).toBe(1);
+    expect(carol.stderr).toContain('[READ_ONLY]');
+    const as = await client(setup, setup.tokens.alice, ['change', 'comment', '1', 'hi', '--as', 'proofgate']);
+    expect(as.status).toBe(2);
+    const none = await client(setup, null, ['change', 'comment', '1', 'hi']);
+    expect(none.status).toBe(1);
+    expect(none.stderr).toContain('[FORGE_AUTH]');
+    const bogus = await client(setup, `pgt_${'Z'.repeat(43)}`, ['change', 'comment', '1', 'hi']);
+    expect(bogus.status).toBe(1);
+    expect(bogus.stderr).not.toContain('Z'.repeat(43));
+    for (const result of [bob, carol, as, none]) expectNoTokens(setup, result);
+
+    const opened = await openLocalForge({ repoDir: setup.repo.dir, dataDir: setup.data });
+    try {
+      const comments = (await opened.forge.store.requireChange('1')).comments;
+      expect(comments.map((comment) => comment.author)).toEqual(['bob']);
+    } finally {
+      await opened.close();
+    }
+
+    // The writer starts it and follows it to its end: the check fails, so it blocks (exit 3), as in direct mode.
+    const local = await served(cleanups, { openChange: true, broken: true, serve: false });
+    const alice = await client(setup, setup.tokens.alice, ['automerge', '1']);
+    const operator = await direct(local, ['automerge', '1']);
+    expect(alice.stdout).toMatch(/^change 1: blocked/);
+    expect(alice.status).toBe(3);
+    expect(normal(alice.stdout)).toBe(normal(operator.stdout));
+    expectNoTokens(setup, alice);
+    // A command comment is followed to the end of the job it starts, like `change comment` in direct mode.
+    const commented = await client(setup, setup.tokens.alice, ['change', 'comment', '1', '/proofgate automerge']);
+    const commentedDirect = await direct(local, ['change', 'comment', '1', '/proofgate automerge', '--as', 'alice']);
+    expect(commented.status).toBe(3);
+    expect(commented.status).toBe(commentedDirect.status);
+    expect(normal(commented.stdout)).toBe(normal(commentedDirect.stdout));
+    expectNoTokens(setup, commented);
+  });
+});

@@ -119,7 +119,7 @@ export async function remoteCall<T = Record<string, unknown>>(target: RemoteTarg
   return parsed as T;
 }
 
-/** What `outcomeBody` on the server sends: the fields `proofgate automerge --json` prints. */
+/** What `outcomeJson` on the server sends: the fields `proofgate automerge --json` prints. */
 export interface RemoteOutcome {
   readonly change: string;
   readonly outcome: 'merged' | 'blocked' | 'waiting' | 'parked' | 'stopped' | 'interrupted';

@@ -26,8 +26,8 @@ import { z } from 'zod';
 import type { Logger } from 'pino';
 import { ProofgateError, errorMessage, type ErrorCode } from '../core/index.js';
 import { automergeActive } from '../automerge/ledger.js';
-import type { AutomergeRouter, JobResult, LocalAutomerge, LoopOutcome, RouteResult } from '../automerge/loop/index.js';
-import type { LocalForge } from '../forge/local/index.js';
+import { outcomeJson, type AutomergeRouter, type JobResult, type LocalAutomerge, type LoopOutcome, type RouteResult } from '../automerge/loop/index.js';
+import { changeListEntry, type LocalForge } from '../forge/local/index.js';
 import type { ChangeSnapshot, ForgeComment, RepoPermission } from '../forge/port.js';
 import { collectVerdicts } from '../automerge/markers.js';
 import type { Answer, ApiCaller, ServiceApi } from './http.js';
@@ -94,21 +94,6 @@ export function closeAllowed(caller: ApiCaller, author: string): boolean {
   return permits(caller.permission, 'write') || (permits(caller.permission, 'triage') && caller.login.toLowerCase() === author.toLowerCase());
 }
 
-/** A loop outcome as JSON (the fields `proofgate automerge --json` prints). */
-export function outcomeBody(outcome: LoopOutcome): Record<string, unknown> {
-  return {
-    change: outcome.changeId,
-    outcome: outcome.kind,
-    code: outcome.code ?? null,
-    reason: outcome.reason,
-    head: outcome.head,
-    mergeCommit: outcome.mergeCommit,
-    verdict: outcome.verdict,
-    repairs: outcome.repairs,
-    timeline: outcome.state.timeline,
-  };
-}
-
 /** The outcome of a change that merged before anyone asked for its automerge (nothing is posted). */
 export async function mergedOutcome(automerge: LocalAutomerge, snapshot: ChangeSnapshot): Promise<LoopOutcome> {
   const { env } = automerge;
@@ -143,7 +128,7 @@ function zodProblem(error: z.ZodError): string {
 type Follow = { readonly changeId: string; readonly done: Promise<Record<string, unknown>>; ended: Record<string, unknown> | null };
 
 function followEnd(result: JobResult): Record<string, unknown> {
-  if (result.kind === 'ran') return { status: 'ended', result: 'ran', outcome: outcomeBody(result.outcome) };
+  if (result.kind === 'ran') return { status: 'ended', result: 'ran', outcome: outcomeJson(result.outcome) };
   return { status: 'ended', result: result.kind, holder: result.holder.owner, until: result.holder.until };
 }
 
@@ -283,17 +268,7 @@ export function withWriteApi(reads: ServiceApi, options: WriteApiOptions): Servi
   };
 
   const records = async (): Promise<Answer> => {
-    const changes = (await forge.listChanges()).map((record) => ({
-      id: record.changeId,
-      number: record.number,
-      title: record.title,
-      state: record.state,
-      base: record.baseRef,
-      head: record.headRef,
-      author: record.author,
-      openedAt: record.openedAt,
-      mergeCommitSha: record.merge?.mergeCommitSha ?? null,
-    }));
+    const changes = (await forge.listChanges()).map(changeListEntry);
     return { status: 200, body: { changes } };
   };
 
@@ -316,7 +291,7 @@ export function withWriteApi(reads: ServiceApi, options: WriteApiOptions): Servi
         if (merged !== null) {
           const snapshot = await forge.snapshot(merged[1] as string);
           if (snapshot.state !== 'merged') return failure(409, `change ${snapshot.id} is ${snapshot.state}, not merged`, 'NOT_MERGEABLE');
-          return { status: 200, body: outcomeBody(await mergedOutcome(automerge, snapshot)) };
+          return { status: 200, body: outcomeJson(await mergedOutcome(automerge, snapshot)) };
         }
       } catch (error) {
         const answer = errorAnswer(error);

@@ -16,7 +16,8 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { createServer, request, type Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
+import { rawRequest } from '../support/http.js';
 import type { AddressInfo } from 'node:net';
 import { chromium } from 'playwright-core';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -49,22 +50,9 @@ interface Reply {
 
 /** A request with the path sent exactly as given, an explicit Host (or none) and optional extra headers. */
 function raw(url: string, path: string, options: { host?: string | null; method?: string; headers?: Record<string, string> } = {}): Promise<Reply> {
-  const target = new URL(url);
   const headers: Record<string, string> = { ...options.headers };
-  if (options.host !== null) headers.host = options.host ?? target.host;
-  return new Promise((resolve, reject) => {
-    const req = request(
-      { hostname: target.hostname, port: target.port, path, method: options.method ?? 'GET', headers, agent: false, setHost: false },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (chunk: Buffer) => chunks.push(chunk));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') }));
-        res.on('error', reject);
-      },
-    );
-    req.on('error', reject);
-    req.end();
-  });
+  if (options.host !== null) headers.host = options.host ?? new URL(url).host;
+  return rawRequest(url, path, { method: options.method ?? 'GET', headers, setHost: false });
 }
 
 async function getJson<T>(url: string, path: string): Promise<T> {

@@ -13,7 +13,7 @@
  *   only GET and HEAD are allowed.
  */
 import { existsSync } from 'node:fs';
-import { request } from 'node:http';
+import { rawRequest } from '../support/http.js';
 import { chromium } from 'playwright-core';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createToken } from '../../src/cli/commands/token.js';
@@ -32,19 +32,9 @@ interface Reply {
 
 /** A request with the path sent exactly as given (no normalization), an explicit Host and an optional token. */
 function raw(url: string, path: string, options: { host?: string; token?: string; method?: string } = {}): Promise<Reply> {
-  const target = new URL(url);
-  const headers: Record<string, string> = { host: options.host ?? target.host };
+  const headers: Record<string, string> = { host: options.host ?? new URL(url).host };
   if (options.token !== undefined) headers.authorization = `Bearer ${options.token}`;
-  return new Promise((resolve, reject) => {
-    const req = request({ hostname: target.hostname, port: target.port, path, method: options.method ?? 'GET', headers, agent: false }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') }));
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.end();
-  });
+  return rawRequest(url, path, { method: options.method ?? 'GET', headers });
 }
 
 const MARKUP_TITLE = '<img src=x onerror="window.__pwned=1"></script><script>window.__pwned=2</script>';

@@ -6,7 +6,8 @@
  * the test whatever happens.
  */
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { createServer, request } from 'node:http';
+import { createServer } from 'node:http';
+import { rawRequest } from '../support/http.js';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -20,18 +21,10 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-function get(url: string): Promise<{ status: number; type: string; text: string }> {
+async function get(url: string): Promise<{ status: number; type: string; text: string }> {
   const target = new URL(url);
-  return new Promise((resolve, reject) => {
-    const req = request({ hostname: target.hostname, port: target.port, path: `${target.pathname}${target.search}`, agent: false }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, type: String(res.headers['content-type']), text: Buffer.concat(chunks).toString('utf8') }));
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.end();
-  });
+  const answer = await rawRequest(url, `${target.pathname}${target.search}`);
+  return { status: answer.status, type: String(answer.headers['content-type']), text: answer.text };
 }
 
 describe('demoPortFrom', () => {

@@ -4,7 +4,7 @@
  * read through the service's read API over real HTTP, kept up as new ledger
  * events arrive, and rebuilt at a restart.
  */
-import { request } from 'node:http';
+import { rawRequest } from '../support/http.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { AUTOMERGE_NAMESPACE } from '../../src/automerge/loop/local.js';
 import { LedgerStore } from '../../src/automerge/loop/ledger-store.js';
@@ -185,18 +185,10 @@ describe('listQueryFrom', () => {
   );
 });
 
-function getJson(url: string, path: string): Promise<{ status: number; json: Record<string, unknown> }> {
+async function getJson(url: string, path: string): Promise<{ status: number; json: Record<string, unknown> }> {
   const target = new URL(path, url);
-  return new Promise((resolve, reject) => {
-    const req = request({ hostname: target.hostname, port: target.port, path: `${target.pathname}${target.search}`, agent: false }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, json: JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown> }));
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.end();
-  });
+  const { status, json } = await rawRequest(url, `${target.pathname}${target.search}`);
+  return { status, json };
 }
 
 const SEED: SeedChange[] = [

@@ -4,7 +4,7 @@
  * served by `startLocalService` on loopback, and a small HTTP client.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
-import { request } from 'node:http';
+import { rawRequest } from '../support/http.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
@@ -97,33 +97,9 @@ export function call(url: string, path: string, options: Send = {}): Promise<Rep
     headers['content-type'] ??= 'application/json';
   }
   if (body !== undefined) headers['content-length'] = String(Buffer.byteLength(body));
-  return new Promise((resolve, reject) => {
-    const req = request(
-      {
-        hostname: target.hostname,
-        port: target.port,
-        path: `${target.pathname}${target.search}`,
-        method: options.method ?? (body === undefined ? 'GET' : 'POST'),
-        headers,
-        agent: false,
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (chunk: Buffer) => chunks.push(chunk));
-        res.on('end', () => {
-          const text = Buffer.concat(chunks).toString('utf8');
-          let json: Record<string, unknown> = {};
-          try {
-            json = JSON.parse(text) as Record<string, unknown>;
-          } catch {
-            json = {};
-          }
-          resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json });
-        });
-        res.on('error', reject);
-      },
-    );
-    req.on('error', reject);
-    req.end(body);
+  return rawRequest(url, `${target.pathname}${target.search}`, {
+    method: options.method ?? (body === undefined ? 'GET' : 'POST'),
+    headers,
+    ...(body === undefined ? {} : { body }),
   });
 }

@@ -310,7 +310,7 @@ export class ChangeJobs {
  * longer exists counts (a pid reused since is taken for alive, the lease then
  * simply runs out).
  */
-export function leaseHolderGone(holder: Lease): boolean {
+export function leaseHolderGone(holder: Pick<Lease, 'owner'>): boolean {
   const match = /^(.*):(\d+):[^:]+$/.exec(holder.owner);
   if (match === null || match[1] !== hostname()) return false;
   const pid = Number(match[2]);

@@ -48,6 +48,22 @@ export interface LoopOutcome {
   readonly wakeAt?: string;
 }
 
+/** A loop outcome as plain JSON: the fields `proofgate automerge --json` prints, and the service's API answers. Pure. */
+export function outcomeJson(outcome: LoopOutcome) {
+  return {
+    change: outcome.changeId,
+    outcome: outcome.kind,
+    /** The reason code of the decision the loop ended on (null when it ended without one: interrupted, already merged). */
+    code: outcome.code ?? null,
+    reason: outcome.reason,
+    head: outcome.head,
+    mergeCommit: outcome.mergeCommit,
+    verdict: outcome.verdict,
+    repairs: outcome.repairs,
+    timeline: outcome.state.timeline,
+  };
+}
+
 export interface LoopOptions {
   readonly signal?: AbortSignal;
   /** Shared with the router so both edit the same status comment. */

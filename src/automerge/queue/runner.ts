@@ -16,7 +16,7 @@ import { crashPoint } from '../loop/crash-seam.js';
 import type { LedgerStore } from '../loop/ledger-store.js';
 import { trustedPathsTouched } from '../trusted-paths.js';
 import { planAfterCheck } from './bisect.js';
-import { nextBatch, type QueueEntry, type QueueLease, type QueueState } from './queue.js';
+import { nextBatch, type QueueEntry, type QueueState } from './queue.js';
 import type { NewQueueEvent, QueueStore } from './store.js';
 
 /** A base's queue lease when not told otherwise; renewed every third of it. */
@@ -34,20 +34,6 @@ export function queueCrashPoint(point: QueueCrashPoint): void {
 /** A lease owner id: `<host>:<pid>:<random>`, so a dead holder on this host is recognised. */
 export function queueOwnerId(): string {
   return `${hostname()}:${process.pid}:${newId('mq')}`;
-}
-
-/** Whether a lease holder is a process of this host that no longer exists (pure but for the `kill 0` probe). */
-export function queueHolderGone(holder: QueueLease): boolean {
-  const match = /^(.*):(\d+):[^:]+$/.exec(holder.owner);
-  if (match === null || match[1] !== hostname()) return false;
-  const pid = Number(match[2]);
-  if (!Number.isSafeInteger(pid) || pid <= 0 || pid === process.pid) return false;
-  try {
-    process.kill(pid, 0);
-    return false;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'ESRCH';
-  }
 }
 
 export interface QueueRunContext {

@@ -15,7 +15,8 @@ import { renderStatusComment } from '../status-comment.js';
 import type { StatusWriter } from '../loop/status.js';
 import type { AutomergeEnvironment } from '../loop/types.js';
 import { queuePosition, type QueueState } from './queue.js';
-import { FINAL_REMOVALS, queueHolderGone, queueOwnerId, runQueue } from './runner.js';
+import { leaseHolderGone } from '../loop/job.js';
+import { FINAL_REMOVALS, queueOwnerId, runQueue } from './runner.js';
 import { QueueStore } from './store.js';
 
 /** The queue settings of a base's trusted config (pure): on by default, batches of 4. */
@@ -169,7 +170,7 @@ export async function runQueueStep(
     }
     if (state.paused === null) {
       try {
-        if (await queues.acquireLease(base, owner, 30_000, queueHolderGone)) {
+        if (await queues.acquireLease(base, owner, 30_000, leaseHolderGone)) {
           await runQueue(
             {
               queues,

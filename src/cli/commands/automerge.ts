@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { openLocalAutomerge, type Dispatch, type LocalAutomerge, type LoopOutcome, type LoopProgress } from '../../automerge/loop/index.js';
+import { openLocalAutomerge, outcomeJson, type Dispatch, type LocalAutomerge, type LoopOutcome, type LoopProgress } from '../../automerge/loop/index.js';
 import { parseCommands } from '../../automerge/commands.js';
 import { GitRepository, defaultLocalDataDir, openLocalForge, type LocalForge } from '../../forge/local/index.js';
 import type { ForgeComment } from '../../forge/port.js';
@@ -37,21 +37,6 @@ export function renderOutcome(outcome: Pick<LoopOutcome, 'kind' | 'changeId' | '
     return `change ${outcome.changeId}: merged${head} as ${outcome.mergeCommit ?? '?'} (${verdict}, ${repairs})`;
   }
   return `change ${outcome.changeId}: ${outcome.kind}${head} (${verdict}, ${repairs}): ${untrustedText(outcome.reason)}`;
-}
-
-export function outcomeJson(outcome: LoopOutcome) {
-  return {
-    change: outcome.changeId,
-    outcome: outcome.kind,
-    /** The reason code of the decision the loop ended on (null when it ended without one: interrupted, already merged). */
-    code: outcome.code ?? null,
-    reason: outcome.reason,
-    head: outcome.head,
-    mergeCommit: outcome.mergeCommit,
-    verdict: outcome.verdict,
-    repairs: outcome.repairs,
-    timeline: outcome.state.timeline,
-  };
 }
 
 /** What routing a posted comment did: nothing to run, a job that ran to an outcome, or a job another process holds. */

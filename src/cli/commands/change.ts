@@ -1,9 +1,10 @@
 import type { Command } from 'commander';
 import { ProofgateError } from '../../core/index.js';
+import { outcomeJson } from '../../automerge/loop/index.js';
 import type { ChangeSnapshot, ForgeComment } from '../../forge/port.js';
-import { GitRepository, defaultLocalDataDir, openLocalForge, type ChangeRecord, type LocalForge } from '../../forge/local/index.js';
+import { GitRepository, changeListEntry, defaultLocalDataDir, openLocalForge, type ChangeListEntry, type LocalForge } from '../../forge/local/index.js';
 import { resolveDataDir } from '../data-dir.js';
-import { AUTOMERGE_EXIT, outcomeJson, renderOutcome, routeLocalComment, type RoutedComment } from './automerge.js';
+import { AUTOMERGE_EXIT, renderOutcome, routeLocalComment, type RoutedComment } from './automerge.js';
 import { emit, setExitStatus, usageError } from '../io.js';
 import { untrustedText } from '../untrusted-text.js';
 import { followComment, notRemote, refuseAs, remoteCall, remoteTarget, renderable } from '../remote.js';
@@ -56,20 +57,6 @@ function renderSnapshot(snapshot: ChangeSnapshot & { readonly author: { readonly
     ]),
   ];
   return lines.map((line) => line.trimEnd()).join('\n');
-}
-
-function listEntry(record: ChangeRecord) {
-  return {
-    id: record.changeId,
-    number: record.number,
-    title: record.title,
-    state: record.state,
-    base: record.baseRef,
-    head: record.headRef,
-    author: record.author,
-    openedAt: record.openedAt,
-    mergeCommitSha: record.merge?.mergeCommitSha ?? null,
-  };
 }
 
 function renderComment(changeId: string, comment: ForgeComment): string {
@@ -145,8 +132,8 @@ export function registerChangeCommands(program: Command): void {
     const remote = remoteTarget();
     const all =
       remote !== null
-        ? (await remoteCall<{ changes: ReturnType<typeof listEntry>[] }>(remote, 'GET', '/api/change-records')).changes
-        : (await withLocalForge(flags, (forge) => forge.listChanges())).map(listEntry);
+        ? (await remoteCall<{ changes: ChangeListEntry[] }>(remote, 'GET', '/api/change-records')).changes
+        : (await withLocalForge(flags, (forge) => forge.listChanges())).map(changeListEntry);
     const entries = all.filter((entry) => flags.state === 'all' || entry.state === flags.state);
     await emit(Boolean(flags.json), entries, () =>
       entries.length === 0

@@ -11,5 +11,6 @@ export { loadTrustedConfig, CONFIG_PATH } from './trusted-config.js';
 export { squashMessage } from './merge.js';
 export { permissionFromConfig } from './snapshot.js';
 export { localReviewDecision, type ApprovalReader, type HeadApproval } from './review-decision.js';
-export type { ChangeRecord } from './records.js';
+export type { ChangeListEntry, ChangeRecord } from './records.js';
+export { changeListEntry } from './records.js';
 export type { LocalForgeStorage } from './store.js';

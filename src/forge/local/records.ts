@@ -245,3 +245,20 @@ export function foldChecks(events: readonly StoredEvent[]): ForgeCheck[] {
   }
   return checks;
 }
+
+/** A change as `proofgate change list` shows it (and the service's `/api/change-records` answers). Pure. */
+export function changeListEntry(record: ChangeRecord) {
+  return {
+    id: record.changeId,
+    number: record.number,
+    title: record.title,
+    state: record.state,
+    base: record.baseRef,
+    head: record.headRef,
+    author: record.author,
+    openedAt: record.openedAt,
+    mergeCommitSha: record.merge?.mergeCommitSha ?? null,
+  };
+}
+
+export type ChangeListEntry = ReturnType<typeof changeListEntry>;

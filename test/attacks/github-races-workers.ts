@@ -7,7 +7,7 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -137,14 +137,7 @@ export async function lineOf(worker: RaceWorker, from: number, match: (line: Wor
   return found as WorkerLine;
 }
 
-/** Is the process stopped (SIGSTOP)? */
-export function isStopped(pid: number): boolean {
-  try {
-    return /^\d+ \(.*\) T/s.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-  } catch {
-    return false;
-  }
-}
+export { isStopped } from '../support/processes.js';
 
 /** The test's own view of the workers' database: the job queue and the repository's ledger. */
 export interface Shared {

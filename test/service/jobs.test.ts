@@ -29,8 +29,9 @@ import {
 } from '../../src/service/jobs/index.js';
 import { createLocalRunStorage } from '../../src/storage/sqlite/index.js';
 import { defaultStoragePolicy } from '../../src/storage/policy.js';
+import { STOP_IN_SWEEP_ENV, sweepIdleLimitMs } from '../../src/service/jobs/postgres.js';
 import { describePostgres } from '../support/postgres.js';
-import { startTestProcess, stopTestProcess } from '../support/processes.js';
+import { isStopped, startTestProcess, stopTestProcess } from '../support/processes.js';
 import { until } from '../support/wait.js';
 
 const root = resolve(import.meta.dirname, '..', '..');
@@ -129,7 +130,8 @@ const queue = kind === 'sqlite'
 const say = (line) => process.stdout.write(line + '\\n');
 if (mode === 'hang') {
   // Takes a job and never ends it; its heartbeats stop only when the process is killed.
-  await queue.run({ pollMs: 20, handlers: { hang: (job) => { say('started ' + job.id + ' ' + job.workerId); return new Promise(() => {}); } } });
+  const fast = process.env.CHILD_RETAKE_MS ? { retakeMs: Number(process.env.CHILD_RETAKE_MS), heartbeatMs: 50 } : {};
+  await queue.run({ pollMs: 20, ...fast, handlers: { hang: (job) => { say('started ' + job.id + ' ' + job.workerId); return new Promise(() => {}); } } });
 } else if (mode === 'pause') {
   // Takes a job, says whether it holds it; after a SIGSTOP and SIGCONT, says it again and ends the job.
   await queue.run({ pollMs: 20, handlers: { hang: async (job) => {
@@ -198,10 +200,11 @@ class Child {
   readonly process: ChildProcess;
   private output = '';
 
-  constructor(backend: Backend, mode: 'hang' | 'pause' | 'race', probe = '-') {
+  constructor(backend: Backend, mode: 'hang' | 'pause' | 'race', probe = '-', env: Record<string, string> = {}) {
     const { module, script } = compiledChild();
     this.process = startTestProcess(process.execPath, [script, module, backend.kind, ...backend.childArgs(), mode, probe], {
       stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, ...env },
     });
     this.process.stdout!.on('data', (chunk: Buffer) => {
       this.output += chunk.toString('utf8');
@@ -949,6 +952,47 @@ describePostgres('job queue on PostgreSQL', (url) => {
         await queue.close();
         await sql(`DROP SCHEMA IF EXISTS ${ours} CASCADE; DROP SCHEMA IF EXISTS ${theirs} CASCADE`);
       }
+    });
+
+    it("a runner stopped (SIGSTOP) inside its sweep, the sweep lock held, keeps the others from freeing a dead worker's job only until the server ends its idle transaction", async () => {
+      const backend = await lifecycle.setup();
+      const queue = await backend.open();
+      const stopped: ChildProcess[] = [];
+      try {
+        // A worker that takes a job and dies holding it.
+        const dying = new Child(backend, 'hang', '-', { CHILD_RETAKE_MS: '300' });
+        stopped.push(dying.process);
+        await dying.line(/^ready$/, 'the dying child did not start');
+        await queue.add({ task: 'hang', queue: 'q', key: 'dead', payload: 1 });
+        const [, jobId, deadWorker] = await dying.line(/^started (\S+) (\S+)$/, 'the child took the job');
+        await stopTestProcess(dying.process);
+        // A runner that stops itself inside its sweep, holding the lock every sweep takes.
+        const frozen = new Child(backend, 'hang', '-', { CHILD_RETAKE_MS: '300', [STOP_IN_SWEEP_ENV]: '1' });
+        stopped.push(frozen.process);
+        await until(() => isStopped(frozen.process.pid!), 'the runner did not stop inside its sweep');
+
+        const recorder = new Recorder();
+        const runner = await queue.run({ ...FAST, retakeMs: 300, heartbeatMs: 50, handlers: { hang: async () => undefined }, observe: recorder.observe });
+        try {
+          await recorder.waitFor('completed', 'dead');
+          const unlocked = recorder.index((event) => event.kind === 'unlocked' && event.workerIds.includes(deadWorker!));
+          const started = recorder.index((event) => event.kind === 'started' && event.job.id === jobId);
+          expect(unlocked).toBeGreaterThanOrEqual(0);
+          expect(started).toBeGreaterThan(unlocked);
+          // The frozen runner is still stopped: the server, not the runner, ended its transaction.
+          expect(isStopped(frozen.process.pid!)).toBe(true);
+        } finally {
+          await runner.stop(0);
+        }
+      } finally {
+        for (const child of stopped) await stopTestProcess(child);
+        await queue.close();
+        await lifecycle.teardown();
+      }
+    });
+
+    it('the idle limit of a sweep is the retake delay, at least 5 s', () => {
+      expect([100, 300, 5_000, 60_000].map(sweepIdleLimitMs)).toEqual([5_000, 5_000, 5_000, 60_000]);
     });
 
     it('refuses a bad schema name and an unreachable server, typed', async () => {

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
 
 /**
  * Background processes a test starts and that must end with it. Each runs in
@@ -59,4 +60,13 @@ export async function withTestProcesses(runTest: () => Promise<void>): Promise<v
 /** Stop every process of this file started with startTestProcess and still running. */
 export async function stopTestProcesses(): Promise<void> {
   await Promise.all([...running].map((child) => stopTestProcess(child)));
+}
+
+/** Is the process stopped (SIGSTOP)? Read from /proc (Linux). */
+export function isStopped(pid: number): boolean {
+  try {
+    return /^\d+ \(.*\) T/s.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return false;
+  }
 }

@@ -467,16 +467,27 @@ class PostgresRunner implements JobRunner {
     }
   }
 
+  /**
+   * One sweep, under a transaction-scoped advisory lock so that one process
+   * sweeps at a time. A process stopped (SIGSTOP, a debugger, a frozen VM)
+   * inside its sweep would hold that lock, and with it every other process's
+   * sweep, for as long as it stays stopped: the transaction therefore tells
+   * the server to end the session once it sits idle for the sweep's idle
+   * limit, which frees the lock. A healthy sweep has no such pause.
+   */
   private async sweep(): Promise<{ workerIds: string[]; jobs: number } | null> {
     const { s, schema } = this.shared;
     const client = await this.pgPool.connect();
+    let broken: Error | undefined;
     try {
       await client.query('BEGIN');
+      await client.query(`SET LOCAL idle_in_transaction_session_timeout = ${sweepIdleLimitMs(this.settings.retakeMs)}`);
       const got = await client.query<{ got: boolean }>('SELECT pg_try_advisory_xact_lock(hashtextextended($1, 0)) AS got', [`proofgate_jobs:sweep:${schema}`]);
       if (got.rows[0]?.got !== true) {
         await client.query('COMMIT');
         return null;
       }
+      if (process.env[STOP_IN_SWEEP_ENV] === '1') process.kill(process.pid, 'SIGSTOP');
       const retake = [this.settings.retakeMs];
       const dead = await client.query<{ ids: string[] }>(
         `SELECT coalesce(array_agg(DISTINCT worker_id), '{}') AS ids FROM (
@@ -504,10 +515,13 @@ class PostgresRunner implements JobRunner {
       await client.query('COMMIT');
       return workerIds.length > 0 ? { workerIds, jobs } : null;
     } catch (error) {
-      await client.query('ROLLBACK').catch(() => undefined);
+      await client.query('ROLLBACK').catch((rollback: unknown) => {
+        // The session is gone (ended by the idle limit, or the server restarted): the client is dropped, not pooled.
+        broken = rollback instanceof Error ? rollback : new Error(String(rollback));
+      });
       throw error;
     } finally {
-      client.release();
+      client.release(broken);
     }
   }
 
@@ -632,4 +646,16 @@ class PostgresRunner implements JobRunner {
     await this.pgPool.end().catch((error: unknown) => this.shared.onError(error));
     this.onStopped();
   }
+}
+
+/**
+ * Test seam: with `PROOFGATE_TEST_STOP_IN_SWEEP=1` a runner stops itself
+ * (SIGSTOP) inside its first sweep, holding the sweep lock, as a process
+ * frozen at the worst moment would.
+ */
+export const STOP_IN_SWEEP_ENV = 'PROOFGATE_TEST_STOP_IN_SWEEP';
+
+/** How long a sweep's transaction may sit idle before the server ends its session: the retake delay, at least 5 s. Pure. */
+export function sweepIdleLimitMs(retakeMs: number): number {
+  return Math.max(5_000, Math.floor(retakeMs));
 }

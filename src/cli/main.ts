@@ -1,4 +1,13 @@
 #!/usr/bin/env node
 import { runCli } from './program.js';
 
+// A reader that goes away (`proofgate ... | head`) ends the output, not the process with a stack trace:
+// the command stops there with the status it has so far, as with any other Unix tool whose reader left.
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE') throw error;
+    process.exit(process.exitCode ?? 0);
+  });
+}
+
 process.exitCode = await runCli(process.argv.slice(2));

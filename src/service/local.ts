@@ -306,17 +306,18 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
     let refs = await branchRefs(forge);
     // Listen before any work starts: a port in use fails the start with nothing begun.
     if (options.http) {
+      const reads = localApi(forge, identities.store, board);
       server = await createServiceServer({
         host: options.host,
         port: options.port,
         logger,
         metrics,
         checkHost: true,
-        api: withWriteApi(localApi(forge, identities.store, board), { forge, automerge: am, logger, route: routeCommentOnce }),
+        api: withWriteApi(reads, { forge, automerge: am, logger, route: routeCommentOnce }),
         dashboard: dashboardFiles(),
         git: gitHttpEndpoint({
           repo: forge.repo,
-          authenticate: localApi(forge, identities.store, board).authenticate,
+          authenticate: reads.authenticate,
           trusted: () => forge.trustedConfig(),
           logger,
         }),

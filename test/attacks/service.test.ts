@@ -13,7 +13,6 @@
  */
 import { createHmac, generateKeyPairSync, randomUUID } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { request } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -28,6 +27,7 @@ import { SETTING, serveOptionsFrom, serviceSettingsFrom, type Environment } from
 import { defaultStoragePolicy, type RunStorage } from '../../src/storage/index.js';
 import { createLocalRunStorage } from '../../src/storage/sqlite/index.js';
 import { fixture, signDelivery } from '../support/github-server/index.js';
+import { rawRequest } from '../support/http.js';
 
 const SECRET = 'attack-webhook-secret-0123456789abcdef';
 /** A GitHub token-shaped string planted in bodies: it must never reach a log line or the store's files. */
@@ -179,27 +179,11 @@ function post(rig: Rig, headers: Record<string, string>, body: string | Uint8Arr
 }
 
 function httpRequest(rig: Rig, method: string, path: string, headers: Record<string, string> = {}, body?: string | Uint8Array): Promise<Reply> {
-  return new Promise((resolve, reject) => {
-    const bytes = body === undefined ? undefined : Buffer.from(body);
-    const req = request(
-      { host: rig.host, port: rig.port, path, method, agent: false, headers: { ...headers, ...(bytes ? { 'content-length': String(bytes.length) } : {}) } },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (chunk: Buffer) => chunks.push(chunk));
-        res.on('end', () => {
-          const text = Buffer.concat(chunks).toString('utf8');
-          let json: Record<string, unknown> = {};
-          try {
-            json = text === '' ? {} : (JSON.parse(text) as Record<string, unknown>);
-          } catch {
-            json = {};
-          }
-          resolve({ status: res.statusCode ?? 0, json, text });
-        });
-      },
-    );
-    req.on('error', reject);
-    req.end(bytes);
+  const bytes = body === undefined ? undefined : Buffer.from(body);
+  return rawRequest(`http://${rig.host}:${rig.port}`, path, {
+    method,
+    headers: { ...headers, ...(bytes ? { 'content-length': String(bytes.length) } : {}) },
+    ...(bytes === undefined ? {} : { body: bytes }),
   });
 }
 

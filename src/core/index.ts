@@ -4,3 +4,4 @@ export * from './digest.js';
 export * from './ids.js';
 export * from './clock.js';
 export * from './secrets.js';
+export * from './lazy-module.js';

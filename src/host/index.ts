@@ -3,7 +3,8 @@
  * process runner (own process group, time limit, abort, capped output, an
  * environment built from an allow-list), one git runner, the rule for what a
  * child may see of proofgate's environment, and the jail for code proofgate
- * did not write (`runUntrusted`, `exportCommit`). Imports only `core`.
+ * did not write (`runUntrusted`, `exportCommit`), and the loggers (pino, loaded
+ * on first use). Imports only `core`.
  */
 export { CREDENTIAL_NAME, PORTABLE_ENV, SESSION_ENV, TOOLCHAIN_ENV, allowListedEnv } from './env.js';
 export { runProcess, type ProcessRequest, type ProcessResult, type OutputCap } from './process.js';
@@ -37,3 +38,4 @@ export {
   type UntrustedResult,
   type JailStatus,
 } from './jail.js';
+export { loadPino, silentLogger, stderrLogger } from './log.js';

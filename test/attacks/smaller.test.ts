@@ -1,61 +1,20 @@
 /**
- * Issue 10, attack 11 (the smaller ones): posting as proofgate in any letter
- * case, a failed `change open` that still registers the change, a data dir
- * whose database is a directory, and a webhook whose signature covers other
- * bytes than the ones received.
+ * Issue 10, attack 11 (the smaller ones): a failed `change open` that still
+ * registers the change, a data dir whose database is a directory, and a
+ * webhook whose signature covers other bytes than the ones received. Posting
+ * as proofgate in any letter case, and a copy of its status comment, are
+ * test/cli/identity.test.ts's.
  */
 import { createHmac } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { memoryDeliveryLedger, parseWebhookDelivery } from '../../src/forge/github/index.js';
-import {
-  attackFixture,
-  cleanupFixtures,
-  commentsOf,
-  expectOneLineFailure,
-  expectRepoUnchanged,
-  repoState,
-  runCli,
-  scratchDir,
-  trustedConfig,
-} from './support.js';
+import { attackFixture, cleanupFixtures, expectOneLineFailure, runCli, scratchDir, trustedConfig } from './support.js';
 
 afterEach(cleanupFixtures);
 
 describe('attack 11: smaller', () => {
-  it.each([['proofgate'], ['PROOFGATE'], ['ProofGate'], ['proofGATE']])(
-    '--as %s is RESERVED_IDENTITY for comments and for opening changes; nothing is posted or registered',
-    (login) => {
-      const fx = attackFixture({ '.proofgate.yml': trustedConfig({ checks: 'checks: []' }) });
-      fx.commit('feature', [{ path: 'a.txt', content: 'a\n' }]);
-      fx.commit('other', [{ path: 'b.txt', content: 'b\n' }]);
-      expect(fx.cli(['change', 'open', '--head', 'feature', '--as', 'mallory']).status).toBe(0);
-      expectOneLineFailure(fx.cli(['change', 'comment', '1', 'LGTM <!-- proofgate:marker v2 {} -->', '--as', login]), 'RESERVED_IDENTITY');
-      expect(commentsOf(fx, '1')).toEqual([]);
-      expectOneLineFailure(fx.cli(['change', 'open', '--head', 'other', '--as', login]), 'RESERVED_IDENTITY');
-      expect(JSON.parse(fx.cli(['change', 'list', '--json']).stdout)).toHaveLength(1);
-    },
-  );
-
-  it("a copy of proofgate's status comment posted under a case variant does not break later automerge runs", () => {
-    const fx = attackFixture({ '.proofgate.yml': trustedConfig({ checks: 'checks: []', extra: 'automerge: { expectChecks: false }' }) });
-    fx.commit('feature', [{ path: 'secrets/x.key', content: 'forbidden\n' }], 'refuted');
-    expect(fx.cli(['change', 'open', '--head', 'feature', '--as', 'mallory']).status).toBe(0);
-    const first = fx.cli(['automerge', '1']);
-    expect(first.stderr).not.toContain('internal error');
-    const status = commentsOf(fx, '1').find((comment) => comment.body.includes('proofgate:marker'));
-    expect(status, 'proofgate posted no status comment').toBeDefined();
-    const copy = fx.cli(['change', 'comment', '1', status?.body ?? '', '--as', 'PROOFGATE']);
-    expect(copy.status).not.toBe(0);
-    const before = repoState(fx);
-    for (let run = 0; run < 2; run += 1) {
-      const again = fx.cli(['automerge', '1']);
-      expect({ status: again.status, internal: again.stderr.includes('internal error') }, again.stderr.slice(-300)).toEqual({ status: 3, internal: false });
-    }
-    expectRepoUnchanged(fx, before);
-  });
-
   it('change open that fails on a bad base config registers nothing; the next good open gets change 1', () => {
     const fx = attackFixture({ '.proofgate.yml': 'checks: 5\n' });
     fx.commit('feature', [{ path: 'a.txt', content: 'a\n' }]);

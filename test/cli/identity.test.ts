@@ -59,8 +59,9 @@ function oneLine(stderr: string): string {
 describe('reserved identity', () => {
   it('refuses --as proofgate in any letter case, for comments and for change authors, changing nothing', () => {
     const { repo, data } = repoWithChange();
-    for (const login of ['PROOFGATE', 'ProofGate', 'proofgate']) {
-      const posted = runCli(['change', 'comment', '1', '/proofgate automerge', '--as', login, '--repo', repo.dir, '--data', data]);
+    for (const login of ['PROOFGATE', 'ProofGate', 'proofgate', 'proofGATE']) {
+      const body = `/proofgate automerge\nLGTM <!-- proofgate:marker v2 {} -->`;
+      const posted = runCli(['change', 'comment', '1', body, '--as', login, '--repo', repo.dir, '--data', data]);
       expect(posted.status).toBe(1);
       expect(oneLine(posted.stderr)).toMatch(/is proofgate's own identity.*\[RESERVED_IDENTITY\]$/);
     }

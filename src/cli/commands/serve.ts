@@ -1,8 +1,9 @@
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import type { Command } from 'commander';
-import pino, { type Logger } from 'pino';
+import type { Logger } from 'pino';
 import { GitRepository, defaultLocalDataDir } from '../../forge/local/index.js';
+import { stderrLogger } from '../../host/index.js';
 import { SETTING, serveOptionsFrom, startGitHubService, startLocalService, type ServeOptions } from '../../service/index.js';
 import { resolveDataDir } from '../data-dir.js';
 import { usageError } from '../io.js';
@@ -87,7 +88,7 @@ export function unusedSettings(options: ServeOptions): string[] {
 }
 
 function serviceLogger(): Logger {
-  return pino({ name: 'proofgate', base: { pid: process.pid }, timestamp: pino.stdTimeFunctions.isoTime }, pino.destination({ fd: 2, sync: true }));
+  return stderrLogger({ isoTime: true });
 }
 
 /** Run until a signal stops `service` (SIGTERM or SIGINT; a second one interrupts at once). */

@@ -53,8 +53,15 @@ const KEYWORD_RULES: Readonly<Record<string, string>> = {
  * list, which are valid JSON Schema that strictTypes/strictRequired reject.
  * `allErrors` is off: the first violation is the message.
  */
-const ajv = new Ajv({ strictSchema: true, strictTypes: false, strictTuples: false, strictRequired: false, logger: false });
-const checkSubset = ajv.compile(SUBSET);
+let made: { readonly ajv: Ajv; readonly checkSubset: ValidateFunction } | undefined;
+/** Made on first use: building ajv and compiling the subset costs a command that never checks a schema a fifth of its start-up. */
+function subsetAjv(): { readonly ajv: Ajv; readonly checkSubset: ValidateFunction } {
+  if (made === undefined) {
+    const ajv = new Ajv({ strictSchema: true, strictTypes: false, strictTuples: false, strictRequired: false, logger: false });
+    made = { ajv, checkSubset: ajv.compile(SUBSET) };
+  }
+  return made;
+}
 
 /** Compiled validators by canonical schema, compiled once; the oldest go first past `CACHE_LIMIT`. */
 const CACHE_LIMIT = 500;
@@ -100,6 +107,7 @@ function validatorFor(schema: unknown): ValidateFunction | string {
     compiled.set(key, hit);
     return hit.validate;
   }
+  const { ajv, checkSubset } = subsetAjv();
   if (!checkSubset(schema)) return subsetProblem((checkSubset.errors ?? [])[0] as ErrorObject);
   // ajv keeps the object it compiled; a private copy lets an evicted entry be removed from it.
   const copy = JSON.parse(key) as object;

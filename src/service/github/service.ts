@@ -23,7 +23,6 @@
  */
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import pg from 'pg';
 import type { Logger } from 'pino';
 import { ProofgateError, errorMessage, systemClock, type Clock, type JsonValue } from '../../core/index.js';
 import { commandMention, parseCommands } from '../../automerge/commands.js';
@@ -53,7 +52,7 @@ import type { ProofProducers } from '../../proof/index.js';
 import { REVIEW_RUNS_NAMESPACE, type ReviewToolContext } from '../../review/index.js';
 import { defaultStoragePolicy } from '../../storage/policy.js';
 import type { RunStorage } from '../../storage/policy-types.js';
-import { createPostgresRunStorage } from '../../storage/postgres/index.js';
+import { createPostgresRunStorage, loadPg } from '../../storage/postgres/index.js';
 import { createLocalRunStorage } from '../../storage/sqlite/index.js';
 import { createServiceServer, type ServiceServer } from '../http.js';
 import { createWebhookIntake, logText, type AcceptedDelivery } from '../intake.js';
@@ -180,7 +179,7 @@ export async function startGitHubService(options: GitHubServiceOptions): Promise
   await mkdir(workDir, { recursive: true });
 
   // Storage: one namespace per repository plus the intake's, one database (a shared pool on PostgreSQL).
-  const pool = options.storage.kind === 'postgres' ? new pg.Pool({ connectionString: options.storage.url, max: 8 }) : null;
+  const pool = options.storage.kind === 'postgres' ? new (loadPg().Pool)({ connectionString: options.storage.url, max: 8 }) : null;
   const opened = new Map<string, Promise<RunStorage>>();
   const openStorage = (namespace: string): Promise<RunStorage> => {
     let storage = opened.get(namespace);

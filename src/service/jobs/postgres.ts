@@ -29,9 +29,10 @@
  */
 import { EventEmitter } from 'node:events';
 import { hostname } from 'node:os';
-import pg from 'pg';
-import { Logger, runMigrations, runTaskList, type JobHelpers, type TaskList, type WorkerEvents, type WorkerPool } from 'graphile-worker';
-import { ProofgateError, errorMessage, type JsonValue } from '../../core/index.js';
+import type pg from 'pg';
+import type { JobHelpers, Logger, TaskList, WorkerEvents, WorkerPool } from 'graphile-worker';
+import { ProofgateError, errorMessage, lazyModule, type JsonValue } from '../../core/index.js';
+import { loadPg } from '../../storage/postgres/index.js';
 import {
   abortAfterGrace,
   stopOnce,
@@ -90,8 +91,11 @@ function databaseFailure(error: unknown): unknown {
   return new ProofgateError('IO', `PostgreSQL job queue: ${errorMessage(error)}`, undefined, { cause: error });
 }
 
+/** graphile-worker, loaded when a PostgreSQL job queue is first opened. */
+const loadWorker = lazyModule<typeof import('graphile-worker')>('graphile-worker');
+
 function quietLogger(onError: (error: unknown) => void): Logger {
-  return new Logger(() => (level, message, meta) => {
+  return new (loadWorker().Logger)(() => (level, message, meta) => {
     if (level !== 'error' && level !== 'warning') return;
     // A job's failure: the runner has already written and observed it.
     if ((meta as { failure?: unknown } | undefined)?.failure === true) return;
@@ -100,7 +104,7 @@ function quietLogger(onError: (error: unknown) => void): Logger {
 }
 
 function newPool(connectionString: string, max: number, onError: (error: unknown) => void): pg.Pool {
-  const pool = new pg.Pool({ connectionString, max });
+  const pool = new (loadPg().Pool)({ connectionString, max });
   pool.on('error', (error) => onError(error));
   pool.on('connect', (client) => client.on('error', (error) => onError(error)));
   return pool;
@@ -126,7 +130,7 @@ async function migrate(pool: pg.Pool, shared: Shared): Promise<void> {
   try {
     await client.query('SELECT pg_advisory_lock(hashtextextended($1, 0))', [lock]);
     try {
-      await runMigrations({ pgPool: pool, schema: shared.schema, logger: shared.logger });
+      await loadWorker().runMigrations({ pgPool: pool, schema: shared.schema, logger: shared.logger });
       await client.query(
         `CREATE TABLE IF NOT EXISTS ${shared.s}.proofgate_workers (
            worker_id text PRIMARY KEY,
@@ -186,7 +190,7 @@ export async function createPostgresJobQueue(options: PostgresJobQueueOptions): 
   const shared: Shared = {
     connectionString: options.connectionString,
     schema,
-    s: pg.Client.prototype.escapeIdentifier(schema),
+    s: loadPg().Client.prototype.escapeIdentifier(schema),
     logger: quietLogger(onError),
     onError,
   };
@@ -384,7 +388,7 @@ class PostgresRunner implements JobRunner {
     events.on('pool:listen:notification', ({ message }) => {
       if (message.channel === 'worker:migrate') exitCodeBefore = process.exitCode;
     });
-    const pool = runTaskList(
+    const pool = loadWorker().runTaskList(
       {
         schema: this.shared.schema,
         logger: this.shared.logger,
@@ -431,7 +435,7 @@ class PostgresRunner implements JobRunner {
         void (async () => {
           try {
             // Refuses a schema migrated past what this build knows: then this runner takes no more jobs.
-            await runMigrations({ pgPool: this.pgPool, schema: this.shared.schema, logger: this.shared.logger });
+            await loadWorker().runMigrations({ pgPool: this.pgPool, schema: this.shared.schema, logger: this.shared.logger });
             this.restartTimer = undefined;
             this.restartFailures = 0;
             this.startPool();

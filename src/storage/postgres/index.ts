@@ -1,5 +1,5 @@
-import pg from 'pg';
-import { ProofgateError, canonicalJson, errorMessage, systemClock, type Clock } from '../../core/index.js';
+import type pg from 'pg';
+import { ProofgateError, canonicalJson, errorMessage, lazyModule, systemClock, type Clock } from '../../core/index.js';
 import type { RunStorage, StoragePolicy, StorageRecord } from '../policy-types.js';
 import { checkStoredNamespace, closedError, planOpen, type StoredNamespace } from '../record.js';
 import { createPostgresArtifactStore } from './artifact-store.js';
@@ -7,6 +7,9 @@ import { createPostgresEventStore } from './event-store.js';
 import { migratePostgres } from './schema.js';
 
 export { POSTGRES_SCHEMA_VERSION } from './schema.js';
+
+/** The PostgreSQL driver, loaded when a PostgreSQL store is first opened. */
+export const loadPg = lazyModule<typeof pg>('pg');
 
 export interface PostgresRunStorageOptions {
   /** `postgres://...`; ignored when `pool` is given. */
@@ -69,7 +72,7 @@ export async function createPostgresRunStorage(options: PostgresRunStorageOption
     throw new ProofgateError('INVALID_INPUT', 'connectionString must be a postgres:// URL (or pass a pool)');
   }
   const ownsPool = options.pool === undefined;
-  const pool = options.pool ?? new pg.Pool({ connectionString: options.connectionString, max: options.maxConnections ?? 4 });
+  const pool = options.pool ?? new (loadPg().Pool)({ connectionString: options.connectionString, max: options.maxConnections ?? 4 });
   if (ownsPool) pool.on('error', () => undefined);
   try {
     await openSchemaAndNamespace(pool, record, clock.now().toISOString());

@@ -12,7 +12,8 @@
 // pull request, check_run completed), each made distinct so none is a
 // duplicate. Rounds alternate the servers; the median of each is kept. A
 // third server is the same intake writing one append per delivery
-// (maxGroupSize 1), to show what group commit buys. The servers' own CPU
+// (maxGroupSize 1), to show what group commit buys; the mean number of
+// deliveries per commit is reported with the rounds. The servers' own CPU
 // time per delivery is reported too: it does not depend on what else the
 // machine is running, where throughput does.
 //
@@ -51,6 +52,8 @@ async function serveIntake(maxGroupSize) {
   const dir = mkdtempSync(join(tmpdir(), 'proofgate-bench-intake-'));
   const storage = createLocalRunStorage({ directory: dir, namespace: 'service', policy: defaultStoragePolicy, knownSecrets: [SECRET] });
   const sunk = [];
+  // Groups committed since the last report: how many, and the deliveries in them.
+  const groups = { count: 0, deliveries: 0 };
   // Logs as in production (JSON lines at info), written where they cost their formatting but no terminal.
   const logger = pino({ level: 'info' }, pino.destination({ dest: '/dev/null', sync: false }));
   const intake = createWebhookIntake({
@@ -58,12 +61,23 @@ async function serveIntake(maxGroupSize) {
     secret: SECRET,
     logger,
     maxGroupSize,
+    observe: (o) => {
+      if (o.kind !== 'committed') return;
+      groups.count += 1;
+      groups.deliveries += o.size;
+    },
     sink: (accepted) => sunk.push([accepted.deliveryId, process.hrtime.bigint().toString()]),
   });
   const server = await createServiceServer({ host: '127.0.0.1', port: 0, intake, ready: async () => true, logger });
   return {
     url: server.url,
     takeSunk: () => sunk.splice(0),
+    takeGroups: () => {
+      const taken = { ...groups };
+      groups.count = 0;
+      groups.deliveries = 0;
+      return taken;
+    },
     async close() {
       await server.close();
       await storage.close();
@@ -90,6 +104,7 @@ async function serveBare() {
   return {
     url: `http://127.0.0.1:${server.address().port}`,
     takeSunk: () => [],
+    takeGroups: () => ({ count: 0, deliveries: 0 }),
     close: () =>
       new Promise((resolve) => {
         server.close(() => resolve());
@@ -105,7 +120,7 @@ async function childMain(kind) {
     if (message === 'sunk') {
       const used = process.cpuUsage(cpu);
       cpu = process.cpuUsage();
-      process.send({ sunk: served.takeSunk(), cpuMicros: used.user + used.system });
+      process.send({ sunk: served.takeSunk(), groups: served.takeGroups(), cpuMicros: used.user + used.system });
     }
     if (message === 'stop') {
       await served.close();
@@ -257,9 +272,9 @@ async function round(kind, deliveries) {
     await load(url, deliveries, 0, WARMUP, CLIENTS);
     await server.sunk();
     const { rate, started } = await load(url, deliveries, WARMUP, WARMUP + PER_ROUND, CLIENTS);
-    const { sunk, cpuMicros } = await server.sunk();
+    const { sunk, groups, cpuMicros } = await server.sunk();
     const delays = kind === 'bare' ? [] : sinkDelays(started, sunk);
-    return { rate, delays, cpuPerDelivery: cpuMicros / PER_ROUND };
+    return { rate, delays, cpuPerDelivery: cpuMicros / PER_ROUND, meanGroup: groups.count === 0 ? 0 : groups.deliveries / groups.count };
   } finally {
     await server.stop();
   }
@@ -273,6 +288,7 @@ export default async function run(report) {
   const intakeCpu = [];
   const single = [];
   const loaded = [];
+  const meanGroups = [];
   for (let i = 0; i < ROUNDS; i += 1) {
     single.push((await round('intake-single', deliveries)).rate);
     const plain = await round('bare', deliveries);
@@ -281,6 +297,7 @@ export default async function run(report) {
     const measured = await round('intake', deliveries);
     intake.push(measured.rate);
     intakeCpu.push(measured.cpuPerDelivery);
+    meanGroups.push(measured.meanGroup);
     loaded.push(...measured.delays);
   }
   // Idle: one client, one delivery at a time.
@@ -305,7 +322,7 @@ export default async function run(report) {
     baselineUnit: 'deliveries/s, bare node:http checking the HMAC only',
     ratio: intakeRate / bareRate,
     target: 0.5,
-    note: `rounds: intake ${intake.map((r) => r.toFixed(0)).join(', ')}; bare ${bare.map((r) => r.toFixed(0)).join(', ')}`,
+    note: `rounds: intake ${intake.map((r) => r.toFixed(0)).join(', ')}; bare ${bare.map((r) => r.toFixed(0)).join(', ')}; deliveries per commit ${meanGroups.map((g) => g.toFixed(1)).join(', ')}`,
   });
   // The server's own CPU time per delivery: what the throughput would be on a machine with nothing else running.
   report({

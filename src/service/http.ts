@@ -452,28 +452,8 @@ export async function createServiceServer(options: ServiceServerOptions): Promis
       });
       return;
     }
-    const hold: Hold = { bytes: 0 };
-    const read = await readBody(req, limit, budget, hold);
-    if (read.kind === 'aborted') {
-      counted(eventHeader(req), 'aborted');
-      return;
-    }
-    if (read.kind === 'too-large') {
-      tooLarge(req, res);
-      return;
-    }
-    if (read.kind === 'over-budget') {
-      const answer: Answer = { status: 503, body: { accepted: false, outcome: 'busy', error: 'too many webhook bodies are being received; retry later' } };
-      refuseBody(req, res, answer, 'webhook bodies over the memory budget', { maxBufferedBytes: maxBuffered }, { 'retry-after': '1' });
-      return;
-    }
-    let pending: Promise<IntakeOutcome>;
-    try {
-      pending = intake.receive(req.headers, read.bytes);
-    } finally {
-      // receive checks the signature before it returns: the bytes are no longer unverified.
-      budget.release(hold);
-    }
+    const pending = await receiveBody(req, res, intake);
+    if (pending === null) return;
     // close() waits for this delivery: its group's commit, then its answer sent (or its connection gone).
     const answered = new Promise<void>((resolve) => res.once('close', () => resolve()));
     const tracked = Promise.allSettled([pending, answered]).then(() => undefined);
@@ -481,22 +461,58 @@ export async function createServiceServer(options: ServiceServerOptions): Promis
     void tracked.then(() => answering.delete(tracked));
     const outcome = await pending;
     const answer = webhookAnswer(outcome);
-    const facts = factsOf(outcome);
-    const line = {
-      deliveryId: facts === null ? headerText(req, 'x-github-delivery') : logText(facts.deliveryId),
-      event: facts === null ? headerText(req, 'x-github-event') : logText(facts.eventName),
-      action: orNull(facts?.action ?? null),
-      installationId: facts?.installationId ?? null,
-      repository: orNull(facts?.repository ?? null),
-      status: answer.status,
-      outcome: outcome.kind,
-      ...('reason' in outcome && outcome.kind !== 'duplicate' ? { reason: logText(outcome.reason, 500) } : {}),
-    };
-    if (answer.status >= 500) logger.error(line, 'webhook delivery not recorded');
-    else if (answer.status >= 400) logger.warn(line, 'webhook delivery refused');
-    else logger.info(line, `webhook delivery ${outcome.kind}`);
-    counted(facts === null ? eventHeader(req) : facts.eventName, outcome.kind);
+    logDelivery(req, answer, outcome);
     send(res, answer);
+  };
+
+  /**
+   * Read the body and hand it to the intake; null when the request ended otherwise (answered here, or cut).
+   * The body is referenced only from here, so it is not kept while the delivery waits for its group's commit.
+   */
+  const receiveBody = async (req: IncomingMessage, res: ServerResponse, intake: WebhookIntake): Promise<Promise<IntakeOutcome> | null> => {
+    const hold: Hold = { bytes: 0 };
+    const read = await readBody(req, limit, budget, hold);
+    if (read.kind === 'aborted') {
+      counted(eventHeader(req), 'aborted');
+      return null;
+    }
+    if (read.kind === 'too-large') {
+      tooLarge(req, res);
+      return null;
+    }
+    if (read.kind === 'over-budget') {
+      const answer: Answer = { status: 503, body: { accepted: false, outcome: 'busy', error: 'too many webhook bodies are being received; retry later' } };
+      refuseBody(req, res, answer, 'webhook bodies over the memory budget', { maxBufferedBytes: maxBuffered }, { 'retry-after': '1' });
+      return null;
+    }
+    try {
+      return intake.receive(req.headers, read.bytes);
+    } finally {
+      // receive checks the signature before it returns: the bytes are no longer unverified.
+      budget.release(hold);
+    }
+  };
+
+  /** The delivery's one log line (built only when its level is on) and its count in the metrics. */
+  const logDelivery = (req: IncomingMessage, answer: Answer, outcome: IntakeOutcome): void => {
+    const facts = factsOf(outcome);
+    const level = answer.status >= 500 ? 'error' : answer.status >= 400 ? 'warn' : 'info';
+    if (logger.isLevelEnabled(level)) {
+      const line = {
+        deliveryId: facts === null ? headerText(req, 'x-github-delivery') : logText(facts.deliveryId),
+        event: facts === null ? headerText(req, 'x-github-event') : logText(facts.eventName),
+        action: orNull(facts?.action ?? null),
+        installationId: facts?.installationId ?? null,
+        repository: orNull(facts?.repository ?? null),
+        status: answer.status,
+        outcome: outcome.kind,
+        ...('reason' in outcome && outcome.kind !== 'duplicate' ? { reason: logText(outcome.reason, 500) } : {}),
+      };
+      if (level === 'error') logger.error(line, 'webhook delivery not recorded');
+      else if (level === 'warn') logger.warn(line, 'webhook delivery refused');
+      else logger.info(line, `webhook delivery ${outcome.kind}`);
+    }
+    counted(facts === null ? eventHeader(req) : facts.eventName, outcome.kind);
   };
 
   const scrape = async (res: ServerResponse, served: Pick<ServiceMetrics, 'contentType' | 'render'>): Promise<void> => {

@@ -5,11 +5,15 @@
  * delivery is recorded and claimed in the event store, and only once that
  * write is committed is it handed to the sink and answered `accepted`.
  *
- * Group commit: deliveries that arrive while a write is in flight (or in the
- * same turn of the event loop) are written together by the next write: one
- * `append` (one transaction) holds the record and both claims of every
- * delivery in the group. A request waits for its own group's commit and
- * never for the work the sink starts.
+ * Group commit: deliveries that arrive while a write is in flight are written
+ * together by the next write: one `append` (one transaction) holds the record
+ * and both claims of every delivery in the group. With no write in flight,
+ * the first write starts at the end of the first turn of the event loop in
+ * which no delivery joined (at most `GATHER_TURNS` turns): on the embedded
+ * SQLite store a commit holds the event loop for its fsync, so nothing joins
+ * a group while it is written, and deliveries still being read would
+ * otherwise each pay a commit of their own. A request waits for its own
+ * group's commit and never for the work the sink starts.
  *
  * The claims are event ids (`deliveryClaimIds`: one for the delivery id, one
  * for the body digest), unique in the store's namespace, so a delivery seen
@@ -24,8 +28,9 @@
  * taken as that event. Once claimed, the same body under any event name is a
  * duplicate.
  */
-import pino, { type Logger } from 'pino';
+import type { Logger } from 'pino';
 import { ProofgateError, errorMessage, isProofgateError, newId, redactSecrets, type JsonValue } from '../core/index.js';
+import { silentLogger } from '../host/index.js';
 import { deliveryClaimIds, verifyWebhookDelivery, type VerifiedDelivery, type WebhookHeaders } from '../forge/github/webhooks.js';
 import type { GitHubForgeEvent, IgnoredDelivery } from '../forge/github/webhook-events.js';
 import type { EventStore, NewEvent } from '../storage/ports.js';
@@ -140,7 +145,7 @@ function objectAt(value: unknown): Readonly<Record<string, unknown>> | undefined
  * lacks; the body claim holds nothing else: every stored string is scanned by
  * the store's redaction, so nothing is stored twice.
  */
-export function deliveryEvents(verified: VerifiedDelivery, facts: DeliveryFacts): [NewEvent, NewEvent] {
+export function deliveryEvents(verified: Pick<VerifiedDelivery, 'key' | 'result'>, facts: DeliveryFacts): [NewEvent, NewEvent] {
   const ids = deliveryClaimIds(verified.key);
   const data = {
     action: facts.action,
@@ -156,15 +161,24 @@ export function deliveryEvents(verified: VerifiedDelivery, facts: DeliveryFacts)
 }
 
 /** The one event that claims a ping: its body digest (a ping has no record and no delivery-id claim). Pure. */
-export function pingEvents(verified: VerifiedDelivery): [NewEvent] {
+export function pingEvents(verified: Pick<VerifiedDelivery, 'key'>): [NewEvent] {
   return [{ id: deliveryClaimIds(verified.key).body, type: DELIVERY_BODY_TYPE, data: {} }];
 }
+
+/** Most turns of the event loop a group waits for more deliveries before its first write (each turn in which one joined counts). */
+export const GATHER_TURNS = 8;
 
 /** Errors that mean the record itself is refused, so that writing it again cannot succeed. */
 const REFUSALS = new Set(['POLICY_VIOLATION', 'KNOWN_SECRET', 'NON_JSON_VALUE', 'INVALID_INPUT']);
 
 interface Member {
-  readonly verified: VerifiedDelivery;
+  /**
+   * What is kept of the verified delivery: its key and mapped result, not the
+   * parsed payload. A member waits for its group's commit; a payload (a large
+   * object graph per delivery) held that long would outlive the young
+   * generation, and the garbage collector would copy and promote it.
+   */
+  readonly verified: Pick<VerifiedDelivery, 'key' | 'result'>;
   readonly facts: DeliveryFacts;
   /** A ping is claimed (its body) but has no record, is not handed on and is answered `ping`. */
   readonly ping: boolean;
@@ -176,8 +190,6 @@ interface Member {
 type Written =
   { readonly kind: 'committed'; readonly streamId: string } | { readonly kind: 'duplicate' } | { readonly kind: 'failed'; readonly error: unknown };
 
-const silent = pino({ level: 'silent' });
-
 /** `verifyWebhookDelivery`'s error for a body that is not UTF-8 (an INVALID_INPUT, for historical reasons). */
 function isNotUtf8(error: unknown): boolean {
   return isProofgateError(error, 'INVALID_INPUT') && / is not UTF-8$/.test(error.message);
@@ -187,7 +199,7 @@ export function createWebhookIntake(options: WebhookIntakeOptions): WebhookIntak
   if (options.secret === '') throw new ProofgateError('CONFIG', 'webhook secret is empty');
   const maxGroupSize = options.maxGroupSize ?? 256;
   if (!Number.isSafeInteger(maxGroupSize) || maxGroupSize < 1) throw new ProofgateError('CONFIG', 'maxGroupSize must be an integer >= 1');
-  const logger = options.logger ?? silent;
+  const logger = options.logger ?? silentLogger();
   const observe = options.observe ?? (() => undefined);
   const { events } = options;
   const waiting: Member[] = [];
@@ -307,8 +319,15 @@ export function createWebhookIntake(options: WebhookIntakeOptions): WebhookIntak
     observe({ kind: 'queued', waiting: waiting.length, inFlight });
     if (running) return;
     running = true;
-    // The first write starts after this turn's I/O: deliveries read in the same turn join its group.
-    setImmediate(() => void run());
+    gather(waiting.length, 1);
+  };
+
+  /** Start the first write after a turn of the event loop in which no delivery joined, the group is full, or `GATHER_TURNS` turns passed. */
+  const gather = (seen: number, turn: number): void => {
+    setImmediate(() => {
+      if (waiting.length > seen && waiting.length < maxGroupSize && turn < GATHER_TURNS) gather(waiting.length, turn + 1);
+      else void run();
+    });
   };
 
   return {
@@ -334,7 +353,8 @@ export function createWebhookIntake(options: WebhookIntakeOptions): WebhookIntak
       const facts = deliveryFacts(verified);
       const ping = verified.eventName === 'ping';
       const events = ping ? pingEvents(verified) : deliveryEvents(verified, facts);
-      return new Promise((settle) => enqueue({ verified, facts, ping, events, settle }));
+      const kept = { key: verified.key, result: verified.result };
+      return new Promise((settle) => enqueue({ verified: kept, facts, ping, events, settle }));
     },
   };
 }

@@ -5,11 +5,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ProofgateError } from '../../src/core/index.js';
-import { parseWebhookDelivery, storeDeliveryLedger } from '../../src/forge/github/webhooks.js';
+import { ProofgateError, sha256Digest } from '../../src/core/index.js';
+import { deliveryClaimIds, parseWebhookDelivery, storeDeliveryLedger } from '../../src/forge/github/webhooks.js';
 import { createServiceServer, type ServiceServer } from '../../src/service/http.js';
 import { INTAKE_STREAM_PREFIX, createWebhookIntake, type AcceptedDelivery, type IntakeObservation } from '../../src/service/intake.js';
-import { defaultStoragePolicy, type EventStore, type RunStorage } from '../../src/storage/index.js';
+import { defaultStoragePolicy, type EventStore, type NewEvent, type RunStorage } from '../../src/storage/index.js';
 import { createLocalRunStorage } from '../../src/storage/sqlite/index.js';
 import { fixture, signDelivery } from '../support/github-server/index.js';
 
@@ -72,6 +72,8 @@ interface TestStore {
   appends: number;
   /** When set, each append fails with it (the store is down). */
   failure: Error | null;
+  /** When set, an append of these events fails with what it returns (null: the append goes on). */
+  failWhen: ((events: readonly NewEvent[]) => Error | null) | null;
   /** When set, an append waits for it before writing (a write in flight). */
   gate: Promise<void> | null;
 }
@@ -84,6 +86,8 @@ function wrapStore(inner: EventStore, state: TestStore): EventStore {
       state.appends += 1;
       if (state.gate !== null) await state.gate;
       if (state.failure !== null) throw state.failure;
+      const failure = state.failWhen?.(events) ?? null;
+      if (failure !== null) throw failure;
       return inner.append(streamId, expectedRevision, events);
     },
   };
@@ -100,7 +104,7 @@ async function startRig(options: { ready?: () => Promise<boolean>; maxBodyBytes?
   cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
   const storage = createLocalRunStorage({ directory: dir, namespace: 'service', policy: defaultStoragePolicy, knownSecrets: [SECRET] });
   cleanups.push(() => storage.close());
-  const store: TestStore = { appends: 0, failure: null, gate: null };
+  const store: TestStore = { appends: 0, failure: null, failWhen: null, gate: null };
   const sunk: AcceptedDelivery[] = [];
   const logLines: string[] = [];
   const logger = pino({ level: 'debug' }, { write: (line: string) => void logLines.push(line) });
@@ -325,6 +329,90 @@ describe('service HTTP: webhook intake', () => {
     expect(rig.sunk).toHaveLength(2);
     expect(new Set(rig.sunk.map((d) => d.bodyDigest)).size).toBe(2);
     expect(rig.sunk.map((d) => d.deliveryId)).toContain(b.deliveryId);
+  });
+
+  it('records a delivery sent twice inside one group once: one record, one claim of its id and of its body', async () => {
+    let release: () => void = () => undefined;
+    let released = false;
+    const rig = await startRig({
+      observe: (o) => {
+        if (o.kind === 'queued' && o.waiting + o.inFlight === 3 && !released) {
+          released = true;
+          release();
+        }
+      },
+    });
+    rig.store.gate = new Promise<void>((resolve) => (release = resolve));
+    const a = signDelivery('pull_request', pullRequestPayload(210), SECRET);
+    const replies = await Promise.all([post(rig, a.headers, a.body), post(rig, a.headers, a.body), post(rig, a.headers, a.body)]);
+    expect(replies.map((r) => r.status).sort()).toEqual([200, 200, 202]);
+    expect(rig.sunk.map((d) => d.deliveryId)).toEqual([a.deliveryId]);
+    const ids = deliveryClaimIds({ deliveryId: a.deliveryId, bodyDigest: sha256Digest(Buffer.from(a.body, 'utf8')) });
+    const events = await recorded(rig.storage);
+    expect(events.map((e) => e.id)).toEqual([ids.deliveryId, ids.body]);
+    expect(events.map((e) => e.type)).toEqual(['github-delivery', 'github-delivery-body']);
+  });
+
+  it('never answers 202 for a delivery of a group whose write failed: the whole group is 503, nothing is recorded', async () => {
+    let release: () => void = () => undefined;
+    let released = false;
+    const rig = await startRig({
+      observe: (o) => {
+        if (o.kind === 'queued' && o.waiting + o.inFlight === 4 && !released) {
+          released = true;
+          release();
+        }
+      },
+    });
+    rig.store.gate = new Promise<void>((resolve) => (release = resolve));
+    const deliveries = Array.from({ length: 4 }, (_, i) => signDelivery('pull_request', pullRequestPayload(220 + i), SECRET));
+    rig.store.failWhen = () => new ProofgateError('IO', 'cannot use the database: disk I/O error');
+    const replies = await Promise.all(deliveries.map((d) => post(rig, d.headers, d.body)));
+    expect(replies.map((r) => r.status)).toEqual([503, 503, 503, 503]);
+    expect(replies.map((r) => r.json.outcome)).toEqual(Array(4).fill('unavailable'));
+    expect(rig.sunk).toEqual([]);
+    expect(await recorded(rig.storage)).toEqual([]);
+    // Not answered as taken, so GitHub's redeliveries are taken normally.
+    rig.store.gate = null;
+    rig.store.failWhen = null;
+    const again = await Promise.all(deliveries.map((d) => post(rig, d.headers, d.body)));
+    expect(again.map((r) => r.status)).toEqual([202, 202, 202, 202]);
+    expect(await recorded(rig.storage)).toHaveLength(8);
+  });
+
+  it('answers 202 exactly for the deliveries whose records were committed when a split group partly fails', async () => {
+    let release: () => void = () => undefined;
+    let released = false;
+    const rig = await startRig({
+      observe: (o) => {
+        if (o.kind === 'queued' && o.waiting + o.inFlight === 4 && !released) {
+          released = true;
+          release();
+        }
+      },
+    });
+    rig.store.gate = new Promise<void>((resolve) => (release = resolve));
+    const leaking = fixture('issue_comment', 'created.payload.json');
+    (leaking.comment as Record<string, unknown>).body = `oops ${SECRET}`;
+    (leaking.issue as Record<string, unknown>).pull_request = { url: 'https://api.github.com/repos/o/r/pulls/1' };
+    const bad = signDelivery('issue_comment', leaking, SECRET);
+    const good = Array.from({ length: 3 }, (_, i) => signDelivery('pull_request', pullRequestPayload(230 + i), SECRET));
+    const recordId = (d: { deliveryId: string }) => deliveryClaimIds({ deliveryId: d.deliveryId, bodyDigest: 'sha256:' }).deliveryId;
+    // The refused record splits the group; a write that holds the last good delivery and not the refused one then fails.
+    rig.store.failWhen = (events) => {
+      const ids = new Set(events.map((e) => e.id));
+      return ids.has(recordId(good[2]!)) && !ids.has(recordId(bad)) ? new ProofgateError('IO', 'cannot use the database: disk I/O error') : null;
+    };
+    const replies = await Promise.all([good[0]!, bad, good[1]!, good[2]!].map((d) => post(rig, d.headers, d.body)));
+    const byId = new Map([good[0]!, bad, good[1]!, good[2]!].map((d, i) => [d.deliveryId, replies[i]!.status] as const));
+    expect(byId.get(bad.deliveryId)).toBe(422);
+    expect(byId.get(good[2]!.deliveryId)).toBe(503);
+    const committed = (await recorded(rig.storage)).filter((e) => e.type === 'github-delivery').map((e) => e.id);
+    const answered202 = [...byId].filter(([, status]) => status === 202).map(([id]) => id);
+    expect(answered202.length).toBeGreaterThan(0);
+    // Every 202 has its record, and no other delivery has one.
+    expect(committed.sort()).toEqual(answered202.map((id) => recordId({ deliveryId: id })).sort());
+    expect(rig.sunk.map((d) => d.deliveryId).sort()).toEqual(answered202.sort());
   });
 
   it('answers 503 when the store fails, records nothing, and a redelivery later succeeds', async () => {

@@ -60,8 +60,8 @@ describePostgres('PostgreSQL schema migration', (url) => {
 
     const storage = await createPostgresRunStorage({ pool, namespace, policy: defaultStoragePolicy });
     try {
-      expect(POSTGRES_SCHEMA_VERSION).toBe(2);
-      expect((await pool.query('SELECT version FROM proofgate_schema')).rows).toEqual([{ version: 2 }]);
+      expect(POSTGRES_SCHEMA_VERSION).toBe(3);
+      expect((await pool.query('SELECT version FROM proofgate_schema')).rows).toEqual([{ version: 3 }]);
       expect((await pool.query("SELECT to_regprocedure('proofgate_append_v1(text, text, integer, text[], text[], text[], text)') AS fn")).rows).toEqual([
         { fn: null },
       ]);
@@ -99,7 +99,7 @@ describePostgres('PostgreSQL schema migration', (url) => {
       await storage.close();
     }
 
-    // A second open finds version 2 and changes nothing.
+    // A second open finds version 3 and changes nothing.
     const again = await createPostgresRunStorage({ pool, namespace, policy: defaultStoragePolicy });
     expect(await again.eventStore.revision('run/a')).toBe(4);
     await again.close();

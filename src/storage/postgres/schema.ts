@@ -2,7 +2,7 @@ import type { PoolClient } from 'pg';
 import { ProofgateError } from '../../core/index.js';
 
 /** The schema version this build creates and understands. */
-export const POSTGRES_SCHEMA_VERSION = 2;
+export const POSTGRES_SCHEMA_VERSION = 3;
 /** Advisory lock key held while the schema is created or migrated (ASCII "PRFG"). */
 export const SCHEMA_LOCK_KEY = 0x50524647;
 
@@ -111,6 +111,14 @@ BEGIN
 END
 $fn$`;
 
+/**
+ * The service's secrets shared by every process on the database (the marker
+ * secret: `src/service/github/secret.ts`), one row per name. Services before
+ * schema version 3 created this table themselves, so migration 3 takes one
+ * that exists as it is.
+ */
+export const SERVICE_SECRET_TABLE = 'proofgate_service_secret';
+
 /** Each entry takes the schema from version index to index + 1. */
 const MIGRATIONS: readonly (readonly string[])[] = [
   [
@@ -162,6 +170,13 @@ const MIGRATIONS: readonly (readonly string[])[] = [
     'ALTER TABLE proofgate_streams DROP COLUMN revision',
     'ALTER TABLE proofgate_namespaces DROP COLUMN last_position',
     APPEND_FUNCTION_V2,
+  ],
+  [
+    `CREATE TABLE IF NOT EXISTS ${SERVICE_SECRET_TABLE} (
+      name text PRIMARY KEY,
+      value text NOT NULL,
+      created_at timestamptz NOT NULL DEFAULT now()
+    )`,
   ],
 ];
 

@@ -12,7 +12,7 @@
  */
 import type { ChangeSnapshot } from '../forge/port.js';
 import { DEFAULT_IGNORED_CHECKS, compareWithBase, summarizeChecks, withForgeRequired, type CheckPolicy, type TerminalBlocker } from './checks.js';
-import { automergeActive, type AutomergeLedgerState, type RepairKind, type ReviewRecord } from './ledger.js';
+import { automergeActive, timeOf, type AutomergeLedgerState, type RepairKind, type ReviewRecord } from './ledger.js';
 import type { TrustedVerdict, VerdictBindings } from './markers.js';
 
 export interface AutomergePolicy {
@@ -59,7 +59,7 @@ export const AUTOMERGE_REASON_CODES = [
   'mergeability-pending',
   'review-required', // the forge's review decision: required approvals are missing (a window; its expiry blocks)
   'new-head-pending', // gate: a repair pushed a head the forge does not show yet
-  'merge-queued', // the loop: the change waits in its base's merge queue
+  'merge-queued', // the change waits in its base's merge queue (proofgate's, or the forge's own: GitHub's)
   // review
   'no-verdict',
   'head-moved',
@@ -79,7 +79,7 @@ export const AUTOMERGE_REASON_CODES = [
   'checks-need-rerun',
   'merge-refused',
   'base-blocked',
-  'queue-ejected', // the loop: a check failed on the change's merge-queue candidate
+  'queue-ejected', // a check failed on the change's merge-queue candidate (proofgate's queue), or GitHub's queue removed it for its checks
   'changes-requested', // the forge's review decision: a reviewer asked for changes
   'no-agent-fix', // gate
   'no-repair-worker', // gate
@@ -98,6 +98,20 @@ type DecisionBody =
   | { readonly kind: 'merge'; readonly head: string; readonly reason: string }
   | { readonly kind: 'block'; readonly reason: string }
   | { readonly kind: 'stop'; readonly reason: string };
+
+/**
+ * Codes of the `merge-failed` records the loop makes when the forge's own
+ * merge queue (GitHub's) let the change go without merging it: its merge
+ * group's checks failed or timed out, or another reason (a conflict, a
+ * person took it out, the queue was cleared).
+ */
+export const QUEUE_CHECKS_FAILED = 'QUEUE_CHECKS_FAILED';
+export const QUEUE_REMOVED = 'QUEUE_REMOVED';
+
+/** The `merge-failed` code of a removal from GitHub's merge queue, from GitHub's reason (pure). */
+export function queueRemovalCode(reason: string): typeof QUEUE_CHECKS_FAILED | typeof QUEUE_REMOVED {
+  return /\bci[_ ]|check|status|timed?[_ ]?out/i.test(reason) ? QUEUE_CHECKS_FAILED : QUEUE_REMOVED;
+}
 
 /** A decision with its reason code: what `decideAutomerge` returns, and what the loop acts on and shows. */
 export type AutomergeDecision = DecisionBody & { readonly code: AutomergeReasonCode };
@@ -231,6 +245,21 @@ export function decideAutomerge(
   if (!automergeActive(ledger) && ledger.stop !== null) {
     return { kind: 'stop', code: 'stopped', reason: `stopped by ${ledger.stop.actor} (comment ${ledger.stop.commentId} at ${ledger.stop.at})` };
   }
+  // In the forge's own merge queue (GitHub's), the forge merges it or lets it go: wait for that.
+  const queued = snapshot.forgeQueue?.entry ?? null;
+  if (queued !== null) {
+    const group = queued.group;
+    // The merge group's checks are the candidate's, shown as such: they never count as the head's checks.
+    const groupChecks =
+      group === null
+        ? ''
+        : `; merge group ${short(group.sha)} checks: ${group.checks.length === 0 ? 'none reported yet' : group.checks.map((c) => `${c.name} (${c.conclusion ?? c.status})`).join(', ')}`;
+    return {
+      kind: 'wait',
+      code: 'merge-queued',
+      reason: `in GitHub's merge queue of ${snapshot.base.ref} at head ${short(head)}: position ${queued.position} (${queued.state.toLowerCase().replace(/_/g, ' ')})${groupChecks}`,
+    };
+  }
   if (snapshot.draft) return { kind: 'wait', code: 'draft', reason: 'change is a draft' };
 
   const activeRepair = ledger.repairs.find((r) => r.status === 'dispatched' && r.head === head);
@@ -348,6 +377,18 @@ export function decideAutomerge(
   }
   if (checks.hasPending) return { kind: 'wait', code: 'checks-pending', reason: `checks pending on ${short(head)}: ${checks.text}` };
 
+  // GitHub's merge queue let this head go because its merge group's checks failed, since automerge was last asked for:
+  // the same head would fail the same way, so a person decides (a new `/proofgate automerge` queues it again).
+  const requested = timeOf(ledger.automerge.at);
+  if (ledger.mergeFailures.some((f) => f.head === head && f.code === QUEUE_CHECKS_FAILED && timeOf(f.at) >= requested)) {
+    const removal = snapshot.forgeQueue?.lastRemoval;
+    const why = removal !== null && removal !== undefined && removal.headSha === head ? removal.reason : 'its merge group failed its checks';
+    return {
+      kind: 'block',
+      code: 'queue-ejected',
+      reason: `GitHub's merge queue of ${snapshot.base.ref} removed head ${short(head)}: ${why}; a maintainer's \`/proofgate automerge\` queues it again`,
+    };
+  }
   const refused = ledger.mergeFailures.filter((f) => f.head === head);
   if (refused.length >= policy.maxMergeAttemptsPerHead) {
     return {
@@ -356,7 +397,12 @@ export function decideAutomerge(
       reason: `merge of head ${short(head)} refused ${refused.length} times (last: ${refused[refused.length - 1]?.code ?? 'unknown'})`,
     };
   }
-  const readyState = snapshot.mergeStateStatus === 'CLEAN' || snapshot.mergeStateStatus === 'HAS_HOOKS';
+  // A base that requires the forge's own merge queue may show a ready change as BLOCKED (its merge goes
+  // through the queue only): proofgate's own reading of the required checks and reviews decides, and the
+  // queue refuses an enqueue that something else blocks (a refusal the loop counts like a merge's).
+  const queueBase = snapshot.forgeQueue?.required === true;
+  const readyState =
+    snapshot.mergeStateStatus === 'CLEAN' || snapshot.mergeStateStatus === 'HAS_HOOKS' || (queueBase && snapshot.mergeStateStatus === 'BLOCKED');
   // The review decision is asked last, so a change is reviewed, checked and repaired first. A base that
   // requires approvals shows a MERGEABLE change as BLOCKED until it has them: the decision says why.
   const reviewPending = snapshot.reviewDecision === 'REVIEW_REQUIRED' || snapshot.reviewDecision === 'CHANGES_REQUESTED';

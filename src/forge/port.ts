@@ -105,6 +105,32 @@ export interface ChangeSnapshot {
   readonly crossRepository?: boolean;
   /** True when the conversation is locked (GitHub); unset: not locked (the local forge). */
   readonly locked?: boolean;
+  /**
+   * The forge's own merge queue on the base (GitHub's), as far as it concerns
+   * this change. Unset: the base has no such queue and the change was never
+   * in one (the local forge's queue is proofgate's own: `Forge.mergeQueue`).
+   */
+  readonly forgeQueue?: ForgeQueueState;
+}
+
+/** A change and the forge's own merge queue (GitHub's merge queue). */
+export interface ForgeQueueState {
+  /** The base requires the queue: the change lands only through it (`Forge.enqueue`), never by `merge`. */
+  readonly required: boolean;
+  /**
+   * The change's place in the queue, or null when it is not queued. `group`:
+   * the merge group the forge made for it (the candidate: base plus the
+   * changes ahead plus this one) and that commit's checks, which are never
+   * the change's head checks; null while the forge has not made one.
+   */
+  readonly entry: {
+    readonly position: number;
+    readonly state: string;
+    readonly enqueuedAt: string;
+    readonly group: { readonly sha: string; readonly checks: readonly ForgeCheck[] } | null;
+  } | null;
+  /** The latest time the queue removed the change without merging it: the head it had then, the forge's reason, when. */
+  readonly lastRemoval: { readonly headSha: string | null; readonly reason: string; readonly at: string } | null;
 }
 
 /**
@@ -182,6 +208,15 @@ export interface Forge {
    * cannot perform is `CONFIG`.
    */
   merge(changeId: string, request: MergeRequest): Promise<MergeResult>;
+  /**
+   * Put the change in the forge's own merge queue (`snapshot.forgeQueue.required`)
+   * at exactly `expectedHeadSha`: a moved head is `HEAD_MOVED`, a change the
+   * queue refuses `NOT_MERGEABLE`, and nothing is queued. Resolves with when
+   * the forge queued it (already queued: that entry). Absent: no such queue.
+   */
+  enqueue?(changeId: string, request: { readonly expectedHeadSha: string }): Promise<{ readonly enqueuedAt: string }>;
+  /** Take the change out of the forge's own merge queue (not queued: nothing to do). */
+  dequeue?(changeId: string): Promise<void>;
   /** Move a branch to a commit the forge already has, with compare-and-swap (`HEAD_MOVED` when it moved). */
   pushBranch(request: PushRequest): Promise<void>;
   /**
@@ -311,6 +346,28 @@ export type ForgeEvent =
       readonly reviewer: string;
       readonly state: string;
       readonly headSha: string;
+      readonly deliveryId: string;
+    }
+  /** The forge's own merge queue took the change in or let it go (GitHub: `pull_request` `enqueued` / `dequeued`, with its reason). */
+  | {
+      readonly kind: 'change-enqueued' | 'change-dequeued';
+      readonly changeId: string;
+      readonly headSha: string;
+      readonly reason: string | null;
+      readonly deliveryId: string;
+    }
+  /**
+   * A merge group of the forge's queue was asked for checks or went away
+   * (GitHub: `merge_group`). `headSha` is the group's commit, never a change's
+   * head; `changeIds` are the changes its ref names.
+   */
+  | {
+      readonly kind: 'merge-group';
+      readonly action: 'checks_requested' | 'destroyed';
+      readonly changeIds: readonly string[];
+      readonly headSha: string;
+      readonly baseRef: string;
+      readonly reason: string | null;
       readonly deliveryId: string;
     }
   | { readonly kind: 'base-pushed'; readonly ref: string; readonly before: string; readonly after: string; readonly deliveryId: string };

@@ -63,6 +63,10 @@ export const MANIFEST_PERMISSIONS = {
     access: 'read',
     reason: 'read commit statuses of the head (the check summary) and receive status',
   },
+  merge_queues: {
+    access: 'write',
+    reason: "put a reviewed change in GitHub's merge queue pinned to its head (where a ruleset requires the queue), take it out on /proofgate stop, and receive merge_group",
+  },
   actions: {
     access: 'write',
     reason:
@@ -94,6 +98,7 @@ export const MANIFEST_EVENTS = {
   check_suite: { permission: 'checks', reason: 'a suite of checks finished on a head' },
   status: { permission: 'statuses', reason: 'a commit status set on a head' },
   workflow_run: { permission: 'actions', reason: 'a workflow run requested, waiting for approval or finished' },
+  merge_group: { permission: 'merge_queues', reason: "GitHub's merge queue made a queued change's merge group (its checks start) or let it go" },
   push: { permission: 'contents', reason: 'a base branch or the trusted branch moved (mergeability, trusted config)' },
 } as const satisfies Record<string, { readonly permission: ManifestPermissionName; readonly reason: string }>;
 

@@ -21,6 +21,8 @@ const ALLOWED_PERMISSIONS: Record<string, readonly string[]> = {
   // write: a github-workflow proof scenario is dispatched (workflow_dispatch needs it); nothing else is written.
   actions: ['read', 'write'],
   administration: ['read'],
+  // write: enqueue and dequeue in GitHub's merge queue, nothing else.
+  merge_queues: ['read', 'write'],
 };
 
 /** The events proofgate may subscribe to, each with the permission GitHub requires for it. */
@@ -32,6 +34,7 @@ const ALLOWED_EVENTS: Record<string, string> = {
   check_suite: 'checks',
   status: 'statuses',
   workflow_run: 'actions',
+  merge_group: 'merge_queues',
   push: 'contents',
 };
 

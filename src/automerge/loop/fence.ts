@@ -3,7 +3,8 @@
  * killed) past its lease while another process takes the lease over and runs
  * the change; when the paused one resumes, it must stop before its next
  * effect. `fencedForge` wraps the forge for one change and one lease owner:
- * every write (a comment created or edited, labels added or removed, a merge,
+ * every write (a comment created or edited, labels added or removed, a merge
+ * or an entry in or out of the forge's merge queue,
  * a branch push or deletion, the workspace's publish of a repair) first reads the
  * change's lease afresh and goes on only while `owner` still holds it, else
  * it is `LEASE_LOST` and the forge is not called. Reads pass through.
@@ -66,6 +67,22 @@ export function fencedForge(forge: Forge, store: LedgerStore, changeId: string, 
       await guard(null);
       return forge.pushBranch(request);
     },
+    ...(forge.enqueue === undefined
+      ? {}
+      : {
+          async enqueue(id: string, request: { readonly expectedHeadSha: string }) {
+            await guard(id);
+            return (forge.enqueue as NonNullable<Forge['enqueue']>).call(forge, id, request);
+          },
+        }),
+    ...(forge.dequeue === undefined
+      ? {}
+      : {
+          async dequeue(id: string) {
+            await guard(id);
+            return (forge.dequeue as NonNullable<Forge['dequeue']>).call(forge, id);
+          },
+        }),
     ...(forge.deleteBranch === undefined
       ? {}
       : {

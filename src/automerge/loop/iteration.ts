@@ -6,8 +6,9 @@
  */
 import type { RepoConfig } from '../../contracts/repo-config.js';
 import type { ChangeSnapshot, ForgeComment } from '../../forge/port.js';
-import type { AutomergeLedgerState } from '../ledger.js';
+import { outcomeKey, type AutomergeLedgerState } from '../ledger.js';
 import { collectVerdicts, type TrustedVerdict } from '../markers.js';
+import { enqueuedHead, queueRemovalRecords } from './forge-queue.js';
 import type { LoadedLedger } from './ledger-store.js';
 import { trustedConfig, withoutCancelledRuns } from './policy.js';
 import type { AutomergeEnvironment } from './types.js';
@@ -85,16 +86,23 @@ export class IterationReader {
       await env.store.step(changeId, 'marker-rejected', { comment: marker.commentId, reason: marker.reason, detail: marker.detail });
     }
     let state = loaded.state;
-    // A merge this loop attempted may have landed right before a crash: the forge knows, the ledger catches up.
+    // A merge this loop attempted may have landed right before a crash, or GitHub's merge queue merged the head this loop
+    // queued: the forge knows, the ledger catches up.
     const attempted = loaded.typedSteps.some((step) => step.step === 'merge-attempt' && step.head === snapshot.head.sha);
     if (snapshot.state === 'merged' && state.merged === null && snapshot.mergeCommitSha !== null && attempted) {
+      const queued = enqueuedHead(loaded.steps, snapshot.head.sha);
       state = await env.store.record(changeId, {
         type: 'merged',
-        id: `recovered-${snapshot.mergeCommitSha}`,
+        id: `${queued ? 'forge-queue' : 'recovered'}-${snapshot.mergeCommitSha}`,
         head: snapshot.head.sha,
         mergeCommit: snapshot.mergeCommitSha,
         at: env.store.now(),
       });
+      if (queued) env.observe?.({ kind: 'merge', outcome: 'merged' });
+    }
+    // GitHub's merge queue let the queued head go: why goes into the ledger (once; the records' keys come from the removal).
+    for (const record of queueRemovalRecords(snapshot, loaded.steps)) {
+      if (!state.processed.has(outcomeKey(record))) state = await env.store.record(changeId, record);
     }
     return { snapshot, reused, config, loaded, state, verdicts };
   }

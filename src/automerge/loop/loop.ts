@@ -15,6 +15,7 @@ import { LoopCheckRuns } from './checks.js';
 import { reviewFacts, type FactsCache } from './facts.js';
 import { IterationReader, latestVerdict, type Iteration } from './iteration.js';
 import { runManualCommands, type ManualCommand } from './manual.js';
+import { forgeQueueGate, leaveForgeQueue, runForgeQueueStep, usesForgeQueue } from './forge-queue.js';
 import { deleteMergedHead, finishMerged, runMergeStep } from './merge-step.js';
 import { queueSettings, runQueueStep } from '../queue/step.js';
 import { gateDecision, mergeSettings, policyFromConfig } from './policy.js';
@@ -168,12 +169,13 @@ export async function runAutomergeLoop(env: AutomergeEnvironment, changeId: stri
       // Without an agent, failing checks can still be repaired by a rebase when the head is behind its base.
       const headBehind =
         proposed.kind === 'repair' && proposed.repair === 'fix-checks' && !agentFix && env.repair !== null ? await headBehindBase(env, it.snapshot) : false;
-      const decision = gateDecision(proposed, it.state, {
+      const gated = gateDecision(proposed, it.state, {
         repair: env.repair !== null,
         agentFix,
         headBehindBase: headBehind,
         fork: it.snapshot.crossRepository === true,
       });
+      const decision = forgeQueueGate(gated, it.snapshot, it.loaded.steps);
       if (it.reused && decision.kind !== 'wait') continue;
       if (decision.kind !== 'stop' && decision.kind !== 'block') checks.start(it);
       await presenter.show(it, decision);
@@ -183,6 +185,10 @@ export async function runAutomergeLoop(env: AutomergeEnvironment, changeId: stri
           if (it.state.merged !== null) {
             await finishMerged(env, writer, it.snapshot, it.state);
             return outcome('merged', decision.reason, it, it.state.merged.head, decision.code);
+          }
+          // Stopped while in GitHub's merge queue: taken out of it (a change proofgate was never asked to merge is left alone).
+          if (decision.code === 'stopped' && (await leaveForgeQueue(env, it.snapshot, decision.reason))) {
+            progress(`taken out of GitHub's merge queue of ${it.snapshot.base.ref}`);
           }
           if (it.state.automerge !== null) await writer.applyLabels(it.snapshot, 'stop');
           return outcome('stopped', decision.reason, it, undefined, decision.code);
@@ -228,6 +234,16 @@ export async function runAutomergeLoop(env: AutomergeEnvironment, changeId: stri
               return outcome('blocked', queued.decision.reason, it, undefined, queued.decision.code);
             }
             progress(`left the merge queue (${queued.code}): ${queued.reason}`);
+            break;
+          }
+          // Where the base requires GitHub's merge queue, the reviewed head is queued there; GitHub merges it (or lets it go).
+          if (usesForgeQueue(it.snapshot, env.forge)) {
+            const queued = await runForgeQueueStep(env, it.snapshot, decision.head);
+            progress(
+              queued.kind === 'queued'
+                ? `put ${decision.head.slice(0, 12)} in GitHub's merge queue of ${it.snapshot.base.ref}`
+                : `GitHub's merge queue refused ${decision.head.slice(0, 12)} (${queued.code}): ${queued.reason}`,
+            );
             break;
           }
           const merged = await runMergeStep(env, it.snapshot, decision.head, it.config);

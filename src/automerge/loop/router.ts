@@ -241,8 +241,14 @@ export class AutomergeRouter {
       case 'change-synchronized':
       case 'change-closed':
       case 'change-opened':
+      case 'change-enqueued':
+      case 'change-dequeued':
       case 'review-submitted':
         await this.#wake(event.changeId);
+        return EMPTY;
+      case 'merge-group':
+        // A merge group's checks are not a change's head checks: only a wake-up, the snapshot says what the queue did.
+        for (const changeId of event.changeIds) await this.#wake(changeId);
         return EMPTY;
       case 'base-pushed':
         signals.notifyAll();

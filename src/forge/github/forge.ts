@@ -4,21 +4,24 @@
  * REST calls whose refusals become typed errors: a merge at a moved head is
  * HEAD_MOVED, an unmergeable pull request (or a merge method the repository
  * does not allow) NOT_MERGEABLE, and neither changes anything on GitHub.
- * `deleteBranch` reads the ref and then deletes it (see `deleteBranch`
+ * `enqueue` / `dequeue` are GitHub's merge queue (GraphQL mutations, see
+ * merge-queue.ts). `deleteBranch` reads the ref and then deletes it (see `deleteBranch`
  * below for the window between the two).
  */
 import type { Octokit } from '@octokit/core';
-import pino, { type Logger } from 'pino';
+import type { Logger } from 'pino';
 import { ProofgateError } from '../../core/errors.js';
 import { protectedBranchNames } from '../../contracts/repo-config.js';
 import type { ChangeSnapshot, DeleteBranchRequest, Forge, ForgeComment, MergeRequest, MergeResult, PushRequest, RepoPermission } from '../port.js';
 import { readTrustedConfig } from '../protection.js';
 import { createGitHubClient, type GitHubClientOptions } from './client.js';
 import { forgeError, httpFailure } from './errors.js';
+import { dequeuePullRequest, enqueuePullRequest } from './merge-queue.js';
 import { checkedPushBranch, pushBranch } from './push.js';
 import { actorType, repoPermission } from './snapshot-mapping.js';
 import { readSnapshot } from './snapshot.js';
 import { defaultRemoteUrl, githubWorkspace, missingWorkspace, type GitHubWorkspaceOptions } from './workspace.js';
+import { silentLogger } from '../../host/index.js';
 
 interface ForgeTarget {
   readonly owner: string;
@@ -48,7 +51,7 @@ interface RestComment {
 const FILE_CACHE_ENTRIES = 256;
 
 export function createGitHubForge(options: GitHubForgeOptions): Forge {
-  const logger = options.logger ?? pino({ level: 'silent' });
+  const logger = options.logger ?? silentLogger();
   const octokit: Octokit = options.octokit ?? createGitHubClient({ ...options, logger });
   const { owner, repo } = options;
   if (owner.trim() === '' || repo.trim() === '') throw new ProofgateError('CONFIG', 'GitHub owner and repo are required');
@@ -123,6 +126,10 @@ export function createGitHubForge(options: GitHubForgeOptions): Forge {
           token: gitToken,
         });
 
+  /** Pull request node ids the snapshots read: what the merge queue mutations name. */
+  const nodeIds = new Map<number, string>();
+  const onPullRequestId = (number: number, id: string): void => void nodeIds.set(number, id);
+
   const forge: Forge = {
     kind: 'github',
     selfLogin: options.selfLogin,
@@ -134,7 +141,7 @@ export function createGitHubForge(options: GitHubForgeOptions): Forge {
     },
 
     async snapshot(changeId: string): Promise<ChangeSnapshot> {
-      return readSnapshot({ octokit, owner, repo, pageSize, onProtectionUnreadable, onDefaultBranch }, prNumber(changeId));
+      return readSnapshot({ octokit, owner, repo, pageSize, onProtectionUnreadable, onDefaultBranch, onPullRequestId }, prNumber(changeId));
     },
 
     async createComment(changeId: string, body: string): Promise<ForgeComment> {
@@ -221,6 +228,19 @@ export function createGitHubForge(options: GitHubForgeOptions): Forge {
         }
         throw forgeError('merge', error);
       }
+    },
+
+    async enqueue(changeId: string, request: { readonly expectedHeadSha: string }): Promise<{ enqueuedAt: string }> {
+      const number = prNumber(changeId);
+      const queued = await enqueuePullRequest({ octokit, owner, repo, nodeIds }, number, request.expectedHeadSha);
+      logger.info({ pr: number, head: request.expectedHeadSha }, "pull request put in GitHub's merge queue");
+      return queued;
+    },
+
+    async dequeue(changeId: string): Promise<void> {
+      const number = prNumber(changeId);
+      await dequeuePullRequest({ octokit, owner, repo, nodeIds }, number);
+      logger.info({ pr: number }, "pull request taken out of GitHub's merge queue");
     },
 
     async pushBranch(request: PushRequest): Promise<void> {

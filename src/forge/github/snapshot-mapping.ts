@@ -9,6 +9,7 @@ import type {
   ChangeSnapshot,
   ChangeState,
   CheckConclusion,
+  ForgeQueueState,
   CheckStatus,
   ForgeCheck,
   ForgeComment,
@@ -177,6 +178,28 @@ export function requiredChecks(rule: GqlBranchProtectionRule | null | undefined,
   return out;
 }
 
+/**
+ * The pull request and GitHub's merge queue (pure): whether the base requires
+ * it (a ruleset rule of type MERGE_QUEUE among the base ref's rules), the
+ * pull request's entry, and the latest removal (the head it had then and
+ * GitHub's reason). Null when the base has no merge queue and the pull
+ * request was never in one.
+ */
+export function forgeQueueState(pr: Pick<GqlPullRequest, 'baseRef' | 'mergeQueueEntry' | 'timelineItems'>): ForgeQueueState | null {
+  const required = (pr.baseRef?.rules?.nodes ?? []).some((node) => node?.type === 'MERGE_QUEUE');
+  const queued = pr.mergeQueueEntry ?? null;
+  const removed = (pr.timelineItems?.nodes ?? []).filter((node) => node?.__typename === 'RemovedFromMergeQueueEvent').pop() ?? null;
+  if (!required && queued === null && removed === null) return null;
+  return {
+    required,
+    entry: queued === null ? null : { position: queued.position, state: queued.state, enqueuedAt: queued.enqueuedAt, group: null },
+    lastRemoval:
+      removed === null || typeof removed.createdAt !== 'string'
+        ? null
+        : { headSha: removed.beforeCommit?.oid ?? null, reason: removed.reason ?? 'no reason given', at: removed.createdAt },
+  };
+}
+
 export interface SnapshotParts {
   readonly pr: GqlPullRequest;
   readonly checkHeadSha: string;
@@ -210,7 +233,12 @@ export function buildSnapshot(parts: SnapshotParts): ChangeSnapshot {
     crossRepository: pr.isCrossRepository !== false,
     // Unknown reads as locked: a proof command is admitted only on a change known to be unlocked.
     locked: pr.locked !== false,
+    ...optional('forgeQueue', forgeQueueState(pr)),
   };
+}
+
+function optional<K extends string, V>(key: K, value: V | null): { [P in K]?: V } {
+  return (value === null ? {} : { [key]: value }) as { [P in K]?: V };
 }
 
 /** REST permission answer to the port's scale: role_name knows maintain and triage, permission does not. */

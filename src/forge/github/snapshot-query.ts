@@ -5,7 +5,9 @@
  * It also reads the base's branch protection rule and the rules of the
  * rulesets active on the base (the required checks of both), whether the
  * head lives in a fork, and the repository's default branch (the trusted
- * branch), so none of them costs a request of its own.
+ * branch), so none of them costs a request of its own. For GitHub's merge
+ * queue it reads the base's MERGE_QUEUE rule, the pull request's queue entry
+ * and the latest time the queue removed it (with GitHub's reason).
  */
 
 export const SNAPSHOT_OPERATION = 'ProofgateChangeSnapshot';
@@ -13,10 +15,30 @@ export const SNAPSHOT_OPERATION = 'ProofgateChangeSnapshot';
 /** Most ruleset rules read on the base in the one query; a base with more fails the read rather than miss a required check. */
 export const MAX_BASE_RULES = 100;
 
+/** What is read of each check run or commit status (the head's, and a merge group's). */
+const CHECK_CONTEXT_FIELDS = `                  __typename
+                  ... on CheckRun {
+                    databaseId
+                    name
+                    status
+                    conclusion
+                    startedAt
+                    completedAt
+                    detailsUrl
+                    checkSuite { app { name } workflowRun { workflow { name } } }
+                  }
+                  ... on StatusContext {
+                    context
+                    state
+                    targetUrl
+                    createdAt
+                  }`;
+
 export const SNAPSHOT_QUERY = `query ${SNAPSHOT_OPERATION}($owner: String!, $repo: String!, $number: Int!, $checks: Int!, $checksAfter: String, $comments: Int!, $commentsBefore: String) {
   repository(owner: $owner, name: $repo) {
     defaultBranchRef { name }
     pullRequest(number: $number) {
+      id
       number
       title
       url
@@ -38,6 +60,7 @@ export const SNAPSHOT_QUERY = `query ${SNAPSHOT_OPERATION}($owner: String!, $rep
             type
             parameters {
               ... on RequiredStatusChecksParameters { requiredStatusChecks { context } }
+              ... on MergeQueueParameters { mergeMethod }
             }
           }
         }
@@ -50,6 +73,13 @@ export const SNAPSHOT_QUERY = `query ${SNAPSHOT_OPERATION}($owner: String!, $rep
       mergeable
       mergeStateStatus
       reviewDecision
+      mergeQueueEntry { position state enqueuedAt }
+      timelineItems(itemTypes: [REMOVED_FROM_MERGE_QUEUE_EVENT], last: 1) {
+        nodes {
+          __typename
+          ... on RemovedFromMergeQueueEvent { reason createdAt beforeCommit { oid } }
+        }
+      }
       labels(first: 100) { nodes { name } }
       commits(last: 1) {
         nodes {
@@ -59,23 +89,7 @@ export const SNAPSHOT_QUERY = `query ${SNAPSHOT_OPERATION}($owner: String!, $rep
               contexts(first: $checks, after: $checksAfter) {
                 pageInfo { hasNextPage endCursor }
                 nodes {
-                  __typename
-                  ... on CheckRun {
-                    databaseId
-                    name
-                    status
-                    conclusion
-                    startedAt
-                    completedAt
-                    detailsUrl
-                    checkSuite { app { name } workflowRun { workflow { name } } }
-                  }
-                  ... on StatusContext {
-                    context
-                    state
-                    targetUrl
-                    createdAt
-                  }
+${CHECK_CONTEXT_FIELDS}
                 }
               }
             }
@@ -165,7 +179,22 @@ export interface GqlBranchProtectionRule {
  */
 export interface GqlRepositoryRule {
   readonly type: string;
-  readonly parameters?: { readonly requiredStatusChecks?: readonly { readonly context: string }[] | null } | null;
+  readonly parameters?: { readonly requiredStatusChecks?: readonly { readonly context: string }[] | null; readonly mergeMethod?: string } | null;
+}
+
+/** The pull request's entry in its base's merge queue (GitHub's `MergeQueueEntry`). */
+export interface GqlMergeQueueEntry {
+  readonly position: number;
+  readonly state: string;
+  readonly enqueuedAt: string;
+}
+
+/** GitHub's record of the merge queue removing the pull request without merging it. */
+export interface GqlRemovedFromMergeQueue {
+  readonly __typename: string;
+  readonly reason?: string | null;
+  readonly createdAt?: string;
+  readonly beforeCommit?: { readonly oid: string } | null;
 }
 
 export interface GqlBaseRef {
@@ -178,6 +207,8 @@ export interface GqlBaseRef {
 }
 
 export interface GqlPullRequest {
+  /** The node id mutations name (absent in answers of older shapes). */
+  readonly id?: string;
   readonly number: number;
   readonly title: string;
   readonly url: string;
@@ -199,6 +230,10 @@ export interface GqlPullRequest {
   readonly mergeStateStatus: string;
   /** APPROVED, CHANGES_REQUESTED, REVIEW_REQUIRED, or null when the base requires no approving review. */
   readonly reviewDecision: string | null;
+  /** Null while the pull request is not queued; absent in answers of older shapes. */
+  readonly mergeQueueEntry?: GqlMergeQueueEntry | null;
+  /** The latest removal from the merge queue (absent in answers of older shapes). */
+  readonly timelineItems?: { readonly nodes: readonly (GqlRemovedFromMergeQueue | null)[] | null } | null;
   readonly labels: { readonly nodes: readonly ({ readonly name: string } | null)[] } | null;
   readonly commits: {
     readonly nodes: readonly ({
@@ -222,3 +257,61 @@ export interface GqlPullRequest {
 export interface SnapshotResponse {
   readonly repository: { readonly defaultBranchRef?: { readonly name: string } | null; readonly pullRequest: GqlPullRequest | null } | null;
 }
+
+/** Put the pull request in its base's merge queue, pinned to the reviewed head (GitHub refuses a stale `expectedHeadOid`). */
+export const ENQUEUE_MUTATION = `mutation ProofgateEnqueue($input: EnqueuePullRequestInput!) {
+  enqueuePullRequest(input: $input) {
+    mergeQueueEntry { position state enqueuedAt }
+  }
+}`;
+
+/** Take the pull request out of its base's merge queue. */
+export const DEQUEUE_MUTATION = `mutation ProofgateDequeue($input: DequeuePullRequestInput!) {
+  dequeuePullRequest(input: $input) {
+    mergeQueueEntry { position state }
+  }
+}`;
+
+/**
+ * The checks of the merge group GitHub's merge queue made for a queued pull
+ * request: the commit its branch `gh-readonly-queue/<base>/pr-<n>-<head>`
+ * points at (read only while the pull request is queued; one page).
+ */
+export const MERGE_GROUP_QUERY = `query ProofgateMergeGroup($owner: String!, $repo: String!, $ref: String!) {
+  repository(owner: $owner, name: $repo) {
+    ref(qualifiedName: $ref) {
+      target {
+        __typename
+        ... on Commit {
+          oid
+          statusCheckRollup {
+            contexts(first: 100) {
+              nodes {
+${CHECK_CONTEXT_FIELDS}
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}`;
+
+export interface MergeGroupResponse {
+  readonly repository: {
+    readonly ref: {
+      readonly target: {
+        readonly __typename: string;
+        readonly oid?: string;
+        readonly statusCheckRollup?: { readonly contexts: { readonly nodes: readonly (GqlCheckContext | null)[] } } | null;
+      } | null;
+    } | null;
+  } | null;
+}
+
+/** The node id a mutation names, when no snapshot has read it yet. */
+export const PULL_REQUEST_ID_QUERY = `query ProofgatePullRequestId($owner: String!, $repo: String!, $number: Int!) {
+  repository(owner: $owner, name: $repo) {
+    pullRequest(number: $number) { id headRefOid }
+  }
+}`;

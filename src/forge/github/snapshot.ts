@@ -10,7 +10,8 @@ import type { Octokit } from '@octokit/core';
 import { ProofgateError } from '../../core/errors.js';
 import type { ChangeSnapshot } from '../port.js';
 import { forgeError } from './errors.js';
-import { buildSnapshot } from './snapshot-mapping.js';
+import { buildSnapshot, mapCheckContext } from './snapshot-mapping.js';
+import { MERGE_GROUP_QUERY, type MergeGroupResponse } from './snapshot-query.js';
 import { SNAPSHOT_QUERY, type GqlCheckContext, type GqlComment, type GqlPullRequest, type SnapshotResponse, type SnapshotVariables } from './snapshot-query.js';
 
 export interface SnapshotTarget {
@@ -20,6 +21,8 @@ export interface SnapshotTarget {
   readonly pageSize: number;
   /** Told the repository's default branch each time a query answers with it. */
   onDefaultBranch?(name: string): void;
+  /** Told each pull request's node id (what the merge queue mutations name). */
+  onPullRequestId?(number: number, id: string): void;
   /** Told (with GitHub's message) when the base's branch protection could not be read and counted as none. */
   onProtectionUnreadable?(message: string): void;
 }
@@ -31,9 +34,33 @@ export async function readSnapshot(target: SnapshotTarget, number: number): Prom
   for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
     const pages = await readPages(target, number);
     if (pages === null) continue;
-    return buildSnapshot(pages);
+    if (typeof pages.pr.id === 'string') target.onPullRequestId?.(number, pages.pr.id);
+    return withMergeGroup(target, buildSnapshot(pages));
   }
   throw new ProofgateError('FORGE_API', `pull request #${number} kept moving while it was read`, { number });
+}
+
+/**
+ * A queued pull request's merge group and its checks: one more query, only
+ * while it is queued. The group is the commit GitHub's branch for this entry
+ * (`gh-readonly-queue/<base>/pr-<n>-<head>`) points at; its checks carry
+ * that commit's sha and stay apart from the head's.
+ */
+async function withMergeGroup(target: SnapshotTarget, snapshot: ChangeSnapshot): Promise<ChangeSnapshot> {
+  const queue = snapshot.forgeQueue;
+  if (queue?.entry == null) return snapshot;
+  const ref = `refs/heads/gh-readonly-queue/${snapshot.base.ref}/pr-${snapshot.number}-${snapshot.head.sha}`;
+  let response: MergeGroupResponse;
+  try {
+    response = await target.octokit.graphql<MergeGroupResponse>(MERGE_GROUP_QUERY, { owner: target.owner, repo: target.repo, ref });
+  } catch (error) {
+    throw forgeError('merge group query', error);
+  }
+  const commit = response.repository?.ref?.target ?? null;
+  if (commit === null || typeof commit.oid !== 'string') return snapshot;
+  const sha = commit.oid;
+  const checks = (commit.statusCheckRollup?.contexts.nodes ?? []).flatMap((node) => (node === null ? [] : [mapCheckContext(node, sha)]));
+  return { ...snapshot, forgeQueue: { ...queue, entry: { ...queue.entry, group: { sha, checks } } } };
 }
 
 interface Pages {

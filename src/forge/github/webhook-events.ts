@@ -108,6 +108,10 @@ function mapEvent(p: Reader, context: MappingContext, action: string | null): Fo
       if (action === 'opened' || action === 'reopened') return { kind: 'change-opened', changeId, headSha: pr.at('head').at('sha').string(), deliveryId };
       if (action === 'synchronize') return { kind: 'change-synchronized', changeId, headSha: pr.at('head').at('sha').string(), deliveryId };
       if (action === 'closed') return { kind: 'change-closed', changeId, merged: pr.at('merged').boolean(), deliveryId };
+      if (action === 'enqueued' || action === 'dequeued') {
+        const reason = action === 'dequeued' ? p.at('reason').string() : null;
+        return { kind: action === 'enqueued' ? 'change-enqueued' : 'change-dequeued', changeId, headSha: pr.at('head').at('sha').string(), reason, deliveryId };
+      }
       return ignoredAction;
     }
     case 'issue_comment': {
@@ -145,7 +149,31 @@ function mapEvent(p: Reader, context: MappingContext, action: string | null): Fo
         url: run.at('details_url').optString() ?? run.at('html_url').optString(),
         headSha,
       };
-      return { kind: 'check-completed', changeIds: sameRepoPulls(run.at('pull_requests'), p), headSha, check, deliveryId };
+      return {
+        kind: 'check-completed',
+        changeIds: checkedPulls(run.at('pull_requests'), run.at('check_suite').at('head_branch'), p),
+        headSha,
+        check,
+        deliveryId,
+      };
+    }
+    case 'merge_group': {
+      if (action !== 'checks_requested' && action !== 'destroyed') return ignoredAction;
+      const group = p.at('merge_group');
+      const headRef = group.at('head_ref').string();
+      const queued = queueRefChange(headRef.replace(/^refs\/heads\//, ''));
+      return {
+        kind: 'merge-group',
+        action,
+        changeIds: queued === null ? [] : [queued],
+        headSha: group.at('head_sha').string(),
+        baseRef: group
+          .at('base_ref')
+          .string()
+          .replace(/^refs\/heads\//, ''),
+        reason: action === 'destroyed' ? p.at('reason').string() : null,
+        deliveryId,
+      };
     }
     case 'check_suite': {
       if (action !== 'completed') return ignoredAction;
@@ -163,7 +191,7 @@ function mapEvent(p: Reader, context: MappingContext, action: string | null): Fo
         url: suite.at('url').optString(),
         headSha,
       };
-      return { kind: 'check-completed', changeIds: sameRepoPulls(suite.at('pull_requests'), p), headSha, check, deliveryId };
+      return { kind: 'check-completed', changeIds: checkedPulls(suite.at('pull_requests'), suite.at('head_branch'), p), headSha, check, deliveryId };
     }
     case 'status': {
       const state = p.at('state').string();
@@ -213,6 +241,28 @@ function mapEvent(p: Reader, context: MappingContext, action: string | null): Fo
 
 function appName(app: Reader): string | null {
   return app.has() ? app.at('name').optString() : null;
+}
+
+/**
+ * The pull request a merge group's branch names (`gh-readonly-queue/<base>/pr-<n>-<head sha>`,
+ * the branch GitHub's merge queue makes for an entry), or null for any other branch.
+ */
+export function queueRefChange(branch: string): string | null {
+  const match = /^gh-readonly-queue\/.+\/pr-([1-9][0-9]{0,9})-[0-9a-f]{40}$/.exec(branch);
+  return match?.[1] ?? null;
+}
+
+/**
+ * The pull requests a check wakes: those listed on it, else (a merge group's
+ * check, which lists none) the one its merge group branch names. Only a
+ * wake-up: the woken change reads its snapshot, whose checks are those of its
+ * own head.
+ */
+function checkedPulls(list: Reader, headBranch: Reader, payload: Reader): string[] {
+  const listed = sameRepoPulls(list, payload);
+  if (listed.length > 0 || !headBranch.has()) return listed;
+  const queued = queueRefChange(headBranch.string());
+  return queued === null ? [] : [queued];
 }
 
 /** Pull requests listed on a check, keeping only those whose base is this repository (not a fork's). */

@@ -13,12 +13,13 @@
  * nothing is recorded.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import pino, { type Logger } from 'pino';
+import type { Logger } from 'pino';
 import { ProofgateError, isProofgateError } from '../../core/errors.js';
 import { decodeUtf8, parseJson } from '../../core/canonical-json.js';
 import { sha256Digest, sha256Hex } from '../../core/digest.js';
 import type { EventStore } from '../../storage/ports.js';
 import { mapWebhookPayload, type DuplicateDelivery, type GitHubForgeEvent, type IgnoredDelivery } from './webhook-events.js';
+import { silentLogger } from '../../host/index.js';
 
 export type { DuplicateDelivery, GitHubForgeEvent, IgnoredDelivery, GitHubRepositoryRef } from './webhook-events.js';
 
@@ -51,8 +52,6 @@ export interface WebhookDelivery {
 }
 
 export type WebhookResult = GitHubForgeEvent | IgnoredDelivery | DuplicateDelivery;
-
-const silent = pino({ level: 'silent' });
 
 /** A delivery whose signature matched, read and mapped, and not yet claimed in any ledger. */
 export interface VerifiedDelivery {
@@ -92,7 +91,7 @@ export function verifyWebhookDelivery(delivery: Omit<WebhookDelivery, 'deliverie
 }
 
 export async function parseWebhookDelivery(delivery: WebhookDelivery): Promise<WebhookResult> {
-  const logger = delivery.logger ?? silent;
+  const logger = delivery.logger ?? silentLogger();
   const { key, eventName, result } = verifyWebhookDelivery(delivery);
   const { deliveryId } = key;
   if (!(await delivery.deliveries.claim(key))) {

@@ -11,7 +11,9 @@
  *   the automerge router. The payload names the record in the store, not the
  *   comment text: what the job reads is what the store's policy kept.
  * - `resume`: run the change's automerge job when automerge is on (a check
- *   finished, the head moved, a review arrived, a parked wait is due).
+ *   finished, the head moved, a review arrived, GitHub's merge queue took
+ *   the change in, let it go or asked its merge group for checks, a parked
+ *   wait is due).
  * - `sweep`: read a pull request's comments and route every command comment
  *   (the ledger skips those already applied): comments whose delivery was lost.
  * - `repository`: list a repository's open pull requests; queue `resume`
@@ -140,7 +142,7 @@ export function jobsForDelivery(work: DeliveryWork): JobSpec[] {
   // An address no pull request can have queues nothing (a job would only fail, again and again).
   if (!isRepository(repository)) return [];
   if ('changeId' in result && !isChangeNumber(result.changeId)) return [];
-  if (result.kind === 'check-completed' && !result.changeIds.every(isChangeNumber)) return [];
+  if ((result.kind === 'check-completed' || result.kind === 'merge-group') && !result.changeIds.every(isChangeNumber)) return [];
   const at = (changeId: string): PullAddress => ({ installationId: work.installationId as number, repository, changeId });
   switch (result.kind) {
     case 'comment-created':
@@ -152,8 +154,11 @@ export function jobsForDelivery(work: DeliveryWork): JobSpec[] {
     case 'change-opened':
     case 'change-synchronized':
     case 'change-closed':
+    case 'change-enqueued':
+    case 'change-dequeued':
     case 'review-submitted':
       return [resumeJob(at(result.changeId))];
+    case 'merge-group':
     case 'check-completed':
       // A check with no pull request named (a fork's, a push's) is found by the next pass.
       return result.changeIds.length === 0 ? [] : result.changeIds.map((changeId) => resumeJob(at(changeId)));

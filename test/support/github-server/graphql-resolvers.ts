@@ -2,12 +2,77 @@
  * GraphQL resolvers over the repository model: the part of GitHub's schema
  * proofgate's snapshot query reads (repository.pullRequest with commits,
  * statusCheckRollup contexts, labels, comments, isCrossRepository and the
- * base ref's branch protection rule and ruleset rules; the repository's default branch), with GitHub's spelling (upper-case
+ * base ref's branch protection rule and ruleset rules; the repository's default branch; the merge queue entry and the
+ * latest removal from the queue), with GitHub's spelling (upper-case
  * enums, bot logins without `[bot]`) and connection rules (first/last from 1
- * to 100, opaque cursors).
+ * to 100, opaque cursors); and the two mutations of GitHub's merge queue,
+ * `enqueuePullRequest` and `dequeuePullRequest`, taking their `input` as a
+ * variable.
  */
 import { GraphqlError, type Args, type Resolved } from './graphql.js';
+import { QueueRefusal } from './merge-queue-model.js';
 import type { ModelBranchProtection, ModelCheckRun, ModelComment, ModelPullRequest, ModelStatus, RepositoryModel } from './model.js';
+
+/** A pull request's node id (opaque on GitHub; here its number behind a fixed prefix). */
+export function pullRequestNodeId(number: number): string {
+  return `PR_kwDOproofgate${number}`;
+}
+
+function pullRequestOfNode(model: RepositoryModel, id: unknown, path: readonly string[]): ModelPullRequest {
+  const match = typeof id === 'string' ? /^PR_kwDOproofgate([1-9][0-9]*)$/.exec(id) : null;
+  const pr = match === null ? undefined : model.pulls.get(Number(match[1]));
+  if (pr === undefined) throw new GraphqlError(`Could not resolve to a node with the global id of '${String(id)}'`, { type: 'NOT_FOUND', path });
+  return pr;
+}
+
+/** The mutation root: GitHub's merge queue mutations (a refusal is an UNPROCESSABLE error, and nothing changes). */
+export function graphqlMutations(model: RepositoryModel): Resolved {
+  const input = (args: Args): Readonly<Record<string, unknown>> =>
+    typeof args.input === 'object' && args.input !== null ? (args.input as Record<string, unknown>) : {};
+  const refusing = <T>(path: readonly string[], act: () => T): T => {
+    try {
+      return act();
+    } catch (error) {
+      if (error instanceof QueueRefusal) throw new GraphqlError(error.message, { type: 'UNPROCESSABLE', path });
+      throw error;
+    }
+  };
+  return {
+    __typename: 'Mutation',
+    enqueuePullRequest: (args: Args, path: readonly string[]) => {
+      const { pullRequestId, expectedHeadOid } = input(args);
+      const pr = pullRequestOfNode(model, pullRequestId, path);
+      if (expectedHeadOid !== undefined && expectedHeadOid !== null && typeof expectedHeadOid !== 'string') {
+        throw new GraphqlError('expectedHeadOid must be a GitObjectID', { path });
+      }
+      refusing(path, () => model.mergeQueue.enqueue(pr.number, (expectedHeadOid as string | null | undefined) ?? null));
+      return { __typename: 'EnqueuePullRequestPayload', clientMutationId: null, mergeQueueEntry: mergeQueueEntry(model, pr.number) };
+    },
+    dequeuePullRequest: (args: Args, path: readonly string[]) => {
+      const pr = pullRequestOfNode(model, input(args).id, path);
+      const entry = mergeQueueEntry(model, pr.number);
+      if (entry === null) throw new GraphqlError('Pull request is not in the merge queue', { type: 'UNPROCESSABLE', path });
+      model.mergeQueue.dequeue(pr.number, 'MANUAL');
+      return { __typename: 'DequeuePullRequestPayload', clientMutationId: null, mergeQueueEntry: entry };
+    },
+  };
+}
+
+/** The pull request's entry in its base's merge queue, or null. */
+function mergeQueueEntry(model: RepositoryModel, number: number): Resolved | null {
+  const entry = model.mergeQueue.entry(number);
+  if (entry === null) return null;
+  const checks = model.checkRuns.filter((run) => run.headSha === entry.groupSha);
+  const settled = checks.length > 0 && checks.every((run) => run.status === 'completed');
+  return {
+    __typename: 'MergeQueueEntry',
+    id: `MQE_${number}`,
+    position: model.mergeQueue.position(number),
+    state: settled ? 'MERGEABLE' : 'AWAITING_CHECKS',
+    enqueuedAt: entry.enqueuedAt,
+    headCommit: { __typename: 'Commit', oid: entry.headSha },
+  };
+}
 
 export function graphqlRoot(model: RepositoryModel, baseUrl: string): Resolved {
   return {
@@ -26,6 +91,11 @@ function repository(model: RepositoryModel, baseUrl: string): Resolved {
     __typename: 'Repository',
     name: model.repo,
     defaultBranchRef: model.branches.has(model.defaultBranch) ? { __typename: 'Ref', name: model.defaultBranch } : null,
+    ref: (args: Args) => {
+      const name = typeof args.qualifiedName === 'string' ? args.qualifiedName.replace(/^refs\/heads\//, '') : '';
+      const sha = model.branches.get(name);
+      return sha === undefined ? null : { __typename: 'Ref', name, prefix: 'refs/heads/', target: commit(model, sha) };
+    },
     pullRequest: (args: Args, path: readonly string[]) => {
       const pr = model.pulls.get(Number(args.number));
       if (pr === undefined) {
@@ -64,6 +134,24 @@ function pullRequest(model: RepositoryModel, pr: ModelPullRequest, baseUrl: stri
     mergeable: pr.mergeable,
     mergeStateStatus: pr.draft && pr.state === 'open' ? 'DRAFT' : pr.mergeState,
     reviewDecision: pr.reviewDecision,
+    id: pullRequestNodeId(pr.number),
+    mergeQueueEntry: mergeQueueEntry(model, pr.number),
+    timelineItems: (args: Args) => {
+      const last = limit(args.last, 'last');
+      const types = Array.isArray(args.itemTypes) ? args.itemTypes : [];
+      const removals = types.includes('REMOVED_FROM_MERGE_QUEUE_EVENT') ? model.mergeQueue.removals.filter((r) => r.number === pr.number) : [];
+      const others = types.filter((type) => type !== 'REMOVED_FROM_MERGE_QUEUE_EVENT');
+      if (others.length > 0) throw new GraphqlError(`the test server models no timeline items of type ${String(others[0])}`);
+      return {
+        __typename: 'PullRequestTimelineItemsConnection',
+        nodes: removals.slice(-last).map((removal) => ({
+          __typename: 'RemovedFromMergeQueueEvent',
+          reason: removal.reason,
+          createdAt: removal.at,
+          beforeCommit: { __typename: 'Commit', oid: removal.headSha },
+        })),
+      };
+    },
     labels: (args: Args) => {
       const first = limit(args.first, 'first');
       return { __typename: 'LabelConnection', nodes: pr.labels.slice(0, first).map((name) => ({ __typename: 'Label', name })) };
@@ -86,10 +174,23 @@ function baseRef(model: RepositoryModel, name: string): Resolved {
     branchProtectionRule: rule === undefined || !rule.readable ? null : branchProtectionRule(name, rule),
     rules: (args: Args) => {
       const first = limit(args.first, 'first');
+      const queueRule = (ruleset: { readonly mergeQueue: { readonly mergeMethod: string } | null }): Resolved[] =>
+        ruleset.mergeQueue === null
+          ? []
+          : [
+              {
+                __typename: 'RepositoryRule',
+                type: 'MERGE_QUEUE',
+                parameters: { __typename: 'MergeQueueParameters', mergeMethod: ruleset.mergeQueue.mergeMethod.toUpperCase() },
+              },
+            ];
       const nodes = (model.rulesets.get(name) ?? []).flatMap((ruleset): Resolved[] =>
         ruleset.requiredChecks.length === 0
-          ? [{ __typename: 'RepositoryRule', type: 'DELETION', parameters: null }]
+          ? ruleset.mergeQueue === null
+            ? [{ __typename: 'RepositoryRule', type: 'DELETION', parameters: null }]
+            : queueRule(ruleset)
           : [
+              ...queueRule(ruleset),
               {
                 __typename: 'RepositoryRule',
                 type: 'REQUIRED_STATUS_CHECKS',

@@ -1,6 +1,6 @@
 /**
- * Just enough GraphQL for the test server: parse one query operation
- * (variables, arguments, nested selections, inline fragments), then project
+ * Just enough GraphQL for the test server: parse one query or mutation
+ * (variables, arguments, list literals, nested selections, inline fragments), then project
  * it onto resolver objects. A field the resolvers do not know is an error, as
  * on GitHub, so the adapter cannot ask for data the server silently invents.
  */
@@ -24,6 +24,7 @@ export type Selection = Field | Fragment;
 type ArgValue = { readonly variable: string } | { readonly literal: unknown };
 
 export interface Operation {
+  readonly type: 'query' | 'mutation';
   readonly name: string | null;
   readonly selections: readonly Selection[];
 }
@@ -72,6 +73,16 @@ export function parseOperation(text: string): Operation {
     if (/^-?\d/.test(token)) return { literal: Number(token) };
     if (token === 'true' || token === 'false') return { literal: token === 'true' };
     if (token === 'null') return { literal: null };
+    if (token === '[') {
+      const items: unknown[] = [];
+      while (peek() !== ']') {
+        const item = value();
+        if ('variable' in item) throw new GraphqlError('Variables inside list literals are not supported');
+        items.push(item.literal);
+      }
+      next();
+      return { literal: items };
+    }
     return { literal: token };
   };
   const selectionSet = (): Selection[] => {
@@ -102,8 +113,9 @@ export function parseOperation(text: string): Operation {
     return out;
   };
   let name: string | null = null;
-  if (peek() === 'query') {
-    next();
+  let type: Operation['type'] = 'query';
+  if (peek() === 'query' || peek() === 'mutation') {
+    type = next() as Operation['type'];
     if (peek() !== '(' && peek() !== '{') name = next();
     if (peek() === '(') {
       while (next() !== ')') {
@@ -111,11 +123,11 @@ export function parseOperation(text: string): Operation {
       }
     }
   } else if (peek() !== '{') {
-    throw new GraphqlError(`Only queries are supported, got '${String(peek())}'`);
+    throw new GraphqlError(`Only queries and mutations are supported, got '${String(peek())}'`);
   }
   const selections = selectionSet();
   if (i !== tokens.length) throw new GraphqlError('Only one operation per document is supported');
-  return { name, selections };
+  return { type, name, selections };
 }
 
 export function execute(selections: readonly Selection[], root: Resolved, variables: Args): Record<string, unknown> {

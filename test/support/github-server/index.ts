@@ -7,7 +7,9 @@ export type { SchemaObject, SchemaViolation } from './json-schema.js';
 export { checkResponse, responseSchema, matchRoute } from './openapi.js';
 export { fixture, signDelivery, webhookFixtures, MAPPED_EVENTS } from './webhooks.js';
 export type { FixtureFile, SignedDelivery } from './webhooks.js';
-export { checkRunCompletedPayload, issueCommentPayload, repositoryPayload } from './deliveries.js';
+export { checkRunCompletedPayload, issueCommentPayload, mergeGroupPayload, pullRequestPayload, repositoryPayload } from './deliveries.js';
+export { MergeQueueModel, QueueRefusal } from './merge-queue-model.js';
+export type { ModelDelivery, ModelQueueEntry, ModelQueueRemoval } from './merge-queue-model.js';
 export { ActionsModel } from './actions-model.js';
 export type {
   DispatchContext,

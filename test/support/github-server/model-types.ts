@@ -109,10 +109,16 @@ export interface ModelRequiredCheck {
   readonly app: string | null;
 }
 
-/** A ruleset active on one branch, as far as the test server models it: its required status checks (rule type REQUIRED_STATUS_CHECKS), or none. */
+/**
+ * A ruleset active on one branch, as far as the test server models it: its
+ * required status checks (rule type REQUIRED_STATUS_CHECKS), or none, and
+ * whether it requires GitHub's merge queue (rule type MERGE_QUEUE, with the
+ * queue's merge method), or not (null).
+ */
 export interface ModelRuleset {
   readonly name: string;
   readonly requiredChecks: readonly ModelRequiredCheck[];
+  readonly mergeQueue: { readonly mergeMethod: ModelMergeMethod } | null;
 }
 
 /** A branch protection rule on one branch, as far as the test server models it. */

@@ -6,6 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { ActionsModel } from './actions-model.js';
+import { MergeQueueModel } from './merge-queue-model.js';
 
 import type {
   UserType,
@@ -66,6 +67,10 @@ export class RepositoryModel {
   readonly mergeMethods = new Set<ModelMergeMethod>(['merge', 'squash', 'rebase']);
   /** GitHub Actions: workflows, their runs and artifacts (see actions-model.ts). */
   readonly actions: ActionsModel = new ActionsModel(this);
+  /** GitHub's merge queue of the branches whose rulesets require one (see merge-queue-model.ts). */
+  readonly mergeQueue: MergeQueueModel = new MergeQueueModel(this, () => this.serverUrl);
+  /** Where the server serves the API (set by the server; payloads name it). */
+  serverUrl = 'http://127.0.0.1';
   private readonly commits = new Map<string, Commit>();
   /**
    * The last sha of each deleted branch: a pull request keeps showing the
@@ -173,6 +178,7 @@ export class RepositoryModel {
     if (moved.length === 0) return;
     const at = this.now();
     for (const pr of moved) pr.updatedAt = at;
+    this.mergeQueue.headMoved(name, sha);
   }
 
   /**
@@ -429,16 +435,27 @@ export class RepositoryModel {
   /**
    * Adds a ruleset that applies to a branch and requires status checks
    * (names, or `{ context, app }` for a check that must come from one App;
-   * none: a ruleset with no required-status-checks rule). Rulesets add up
+   * none: a ruleset with no required-status-checks rule), and whether it
+   * requires GitHub's merge queue (see merge-queue-model.ts). Rulesets add up
    * with each other and with the branch protection rule, as on GitHub.
    */
-  addRuleset(branch: string, options: { name?: string; requiredChecks?: readonly (string | { context: string; app?: string | null })[] } = {}): ModelRuleset {
+  addRuleset(
+    branch: string,
+    options: {
+      name?: string;
+      requiredChecks?: readonly (string | { context: string; app?: string | null })[];
+      /** A MERGE_QUEUE rule: pull requests land only through GitHub's merge queue (`mergeQueue`), by this method (true: squash). */
+      mergeQueue?: boolean | ModelMergeMethod;
+    } = {},
+  ): ModelRuleset {
     const list = this.rulesets.get(branch) ?? [];
+    const queue = options.mergeQueue ?? false;
     const ruleset: ModelRuleset = {
       name: options.name ?? `ruleset ${list.length + 1}`,
       requiredChecks: (options.requiredChecks ?? []).map((check) =>
         typeof check === 'string' ? { context: check, app: null } : { context: check.context, app: check.app ?? null },
       ),
+      mergeQueue: queue === false ? null : { mergeMethod: queue === true ? 'squash' : queue },
     };
     this.rulesets.set(branch, [...list, ruleset]);
     return ruleset;

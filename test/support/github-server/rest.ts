@@ -277,6 +277,9 @@ const handlers: Readonly<Record<string, Handler>> = {
       return { status: 409, body: { message: 'Head branch was modified. Review and try the merge again.', documentation_url: DOCS } };
     }
     if (pr.draft) return notMergeable('Pull Request is still a draft');
+    // A base whose ruleset requires GitHub's merge queue takes pull requests only through the queue.
+    if (req.model.mergeQueue.method(pr.baseRef) !== null)
+      return notMergeable('Repository rule violations found\n\nChanges must be made through the merge queue');
     if (pr.mergeable !== 'MERGEABLE' || pr.mergeState === 'DIRTY') return notMergeable('Pull Request is not mergeable');
     if (pr.mergeState === 'BLOCKED') return notMergeable('Required status check "ci" is expected.');
     if (pr.mergeState === 'BEHIND') return notMergeable('Head branch is not up to date with the base branch');

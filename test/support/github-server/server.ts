@@ -20,7 +20,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import { randomBytes, verify as verifySignature, type KeyObject } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { execute, GraphqlError, parseOperation } from './graphql.js';
-import { graphqlRoot } from './graphql-resolvers.js';
+import { graphqlMutations, graphqlRoot } from './graphql-resolvers.js';
 import { RepositoryModel } from './model.js';
 import { checkResponse, matchRoute, type SchemaSource } from './openapi.js';
 import { answerRest } from './rest.js';
@@ -260,12 +260,18 @@ export async function startGitHubServer(options: GitHubTestServerOptions = {}): 
       const op = parseOperation(request.query);
       name = op.name ?? 'anonymous';
       const variables = (typeof request.variables === 'object' && request.variables !== null ? request.variables : {}) as Record<string, unknown>;
-      return { status: 200, body: { data: execute(op.selections, graphqlRoot(model, url), variables) }, name };
+      const root = op.type === 'mutation' ? graphqlMutations(model) : graphqlRoot(model, url);
+      return { status: 200, body: { data: execute(op.selections, root, variables) }, name };
     } catch (err) {
       if (!(err instanceof GraphqlError)) throw err;
       // GitHub keeps the data above a missing object: a missing pull request still returns its repository.
       const path = Array.isArray(err.extra.path) ? err.extra.path.join('.') : '';
-      const data = path === 'repository.pullRequest' ? { repository: { pullRequest: null } } : null;
+      const data =
+        path === 'repository.pullRequest'
+          ? { repository: { pullRequest: null } }
+          : path === 'enqueuePullRequest' || path === 'dequeuePullRequest'
+            ? { [path]: null }
+            : null;
       return { status: 200, body: { data, errors: [{ message: err.message, ...err.extra }] }, name };
     }
   }
@@ -332,6 +338,7 @@ export async function startGitHubServer(options: GitHubTestServerOptions = {}): 
   const storage = await startArtifactStorage(model.actions);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  model.serverUrl = url;
   for (const login of tokens.values()) model.user(login);
 
   return {

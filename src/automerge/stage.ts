@@ -8,16 +8,20 @@
  *
  * 1. merged (the forge says so, or the ledger recorded the merge);
  * 2. closed (the forge says so);
- * 3. a repair dispatched and not finished since the last job ended: repairing;
- * 4. a review dispatched and not finished since the last job ended: proving
+ * 3. waiting in its base's merge queue (the queue's fold says so): waiting,
+ *    on `merge queue (position N of M, base B)`, with the candidate it is in
+ *    and that candidate's checks (code `merge-queued`);
+ * 4. a repair dispatched and not finished since the last job ended: repairing;
+ * 5. a review dispatched and not finished since the last job ended: proving
  *    when a proof was admitted for its head, else reviewing;
- * 5. the latest step that says where the loop stands: a decision (`block`,
+ * 6. the latest step that says where the loop stands: a decision (`block`,
  *    `wait`, `stop`, `review`, `repair`, `merge`), a job's end, a parked or
  *    expired wait, a check run started and not finished, an invalid config;
- * 6. otherwise arriving (automerge requested and nothing decided yet, or no
+ * 7. otherwise arriving (automerge requested and nothing decided yet, or no
  *    command at all).
  */
 import type { AutomergeLedgerState } from './ledger.js';
+import { describeQueueWait, type ChangeQueueView } from './queue/queue.js';
 
 export const CHANGE_STAGES = ['arriving', 'reviewing', 'proving', 'repairing', 'waiting', 'merged', 'blocked', 'closed'] as const;
 export type ChangeStage = (typeof CHANGE_STAGES)[number];
@@ -39,6 +43,8 @@ export interface StageFacts {
   readonly ledger: Pick<AutomergeLedgerState, 'reviews' | 'repairs' | 'merged'>;
   /** Every step, oldest first. */
   readonly steps: readonly StageStep[];
+  /** The change in its base's merge queue (`changeQueueView`; null or absent: never queued there). */
+  readonly queue?: Pick<ChangeQueueView, 'base' | 'status' | 'position' | 'of' | 'paused' | 'candidate'> | null;
 }
 
 export interface StageResult {
@@ -112,6 +118,10 @@ export function changeStage(facts: StageFacts): StageResult {
     return result('merged', commit === null ? null : `as ${short(commit)}`);
   }
   if (facts.forgeState === 'closed') return result('closed');
+  const queue = facts.queue ?? null;
+  if (queue !== null && queue.status === 'waiting' && queue.position !== null && queue.of !== null) {
+    return result('waiting', describeQueueWait(queue.base, queue.position, queue.of, queue.paused, queue.candidate), 'merge-queued');
+  }
 
   // Work in flight counts only when dispatched after the last job ended (a job that ended left nothing running).
   let lastEnd = Number.NEGATIVE_INFINITY;

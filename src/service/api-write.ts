@@ -27,7 +27,8 @@ import type { Logger } from 'pino';
 import { ProofgateError, errorMessage, type ErrorCode } from '../core/index.js';
 import { automergeActive } from '../automerge/ledger.js';
 import { outcomeJson, type AutomergeRouter, type JobResult, type LocalAutomerge, type LoopOutcome, type RouteResult } from '../automerge/loop/index.js';
-import { changeListEntry, type LocalForge } from '../forge/local/index.js';
+import type { LocalForge } from '../forge/local/index.js';
+import { listedChanges, shownChange } from '../automerge/queue/change-records.js';
 import type { ChangeSnapshot, ForgeComment, RepoPermission } from '../forge/port.js';
 import { collectVerdicts } from '../automerge/markers.js';
 import type { Answer, ApiCaller, ServiceApi } from './http.js';
@@ -267,15 +268,11 @@ export function withWriteApi(reads: ServiceApi, options: WriteApiOptions): Servi
     }
   };
 
-  const records = async (): Promise<Answer> => {
-    const changes = (await forge.listChanges()).map(changeListEntry);
-    return { status: 200, body: { changes } };
-  };
+  const records = async (): Promise<Answer> => ({ status: 200, body: { changes: await listedChanges(forge, automerge.env.store.events) } });
 
   const record = async (changeId: string): Promise<Answer> => {
     if ((await forge.store.change(changeId)) === null) return failure(404, `no change with id "${changeId}"`, 'NOT_FOUND');
-    const read = await forge.snapshot(changeId);
-    return { status: 200, body: { change: { ...read, author: { ...read.author, permission: await forge.permission(read.author.login) } } } };
+    return { status: 200, body: { change: await shownChange(forge, automerge.env.store.events, changeId) } };
   };
 
   return {

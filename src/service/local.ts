@@ -22,7 +22,7 @@
  * - HTTP (unless turned off): `/healthz`, `/readyz`, ready while the store
  *   answers and the service is not stopping, and `/metrics` (Prometheus
  *   text: reviews, repairs and merges of this process's loops, the loops
- *   running, the process). No webhook route. Every request's Host header
+ *   running, the merge queues of the store, the process). No webhook route. Every request's Host header
  *   must name the server (DNS rebinding), and the read API: `GET
  *   /api/changes` and `GET /api/changes/:id`, for a bearer token of the
  *   data directory's identities (`proofgate token create`) with at least
@@ -49,6 +49,7 @@ import { ZERO_OID, openLocalForge, type ChangeRecord, type LocalForge } from '..
 import type { ForgeComment } from '../forge/port.js';
 import { createServiceServer, type Answer, type ApiCaller, type ServiceApi, type ServiceServer } from './http.js';
 import { effectivePermission, openIdentityStore, type IdentityStore } from './identities.js';
+import type { EventStore } from '../storage/ports.js';
 import { createServiceMetrics } from './metrics.js';
 import { dashboardFiles } from './dashboard/serve.js';
 import { openChangeProjection, projectionAnswer, type ChangeProjection } from './projection.js';
@@ -233,7 +234,12 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
   const work = new AbortController();
   // This service's own registry; the loops running are read from the automerge wiring once it is open.
   let running = (): number => 0;
-  const metrics = createServiceMetrics({ runningLoops: () => running() });
+  let queueEvents: Pick<EventStore, 'readAll'> | null = null;
+  const metrics = createServiceMetrics({
+    runningLoops: () => running(),
+    // The merge queues' streams, in the automerge store once it is open.
+    mergeQueue: { events: { readAll: async (options) => (queueEvents === null ? [] : queueEvents.readAll(options)) } },
+  });
   try {
     identities = openIdentityStore(opened.dataDir, { selfLogin: forge.selfLogin });
     // A commenter's permission is capped by its token here too: the router reads it from the forge.
@@ -265,6 +271,7 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
     // One route per comment version here: a comment posted through the API is routed by the API and seen again by the tail.
     const routeCommentOnce = routeOnce(am.router);
     running = () => am.jobs.running().length;
+    queueEvents = am.env.store.events;
     // The dashboard's projection: rebuilt now, then kept up by `projectionWatch` as events and branches move.
     projection = openChangeProjection(opened.dataDir, { forge, ledger: am.env.store, secret: am.env.secret });
     const board: ChangeProjection = projection;

@@ -13,12 +13,19 @@
  * What feeds it: the HTTP front (each webhook delivery's outcome), the job
  * runner (`JobEvent`s), the job queue (counted at each scrape through
  * `JobQueue.counts`), the automerge loop (`AutomergeEnvironment.observe`:
- * reviews, repairs, merges as the ledger records them) and the GitHub
+ * reviews, repairs, merges as the ledger records them), the GitHub
  * clients (`GitHubClientOptions.observe`: each request's route, status and
- * the rate limit left).
+ * the rate limit left) and the merge queues (`mergeQueue`: their streams in
+ * the event store, read on at each scrape from where the last one ended and
+ * folded with the queue's own pure fold; every process that runs a queue
+ * appends to those streams, so the numbers are the store's, whichever
+ * process ran the queue, and the same from every service sharing the store).
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { AutomergeObservation } from '../automerge/loop/types.js';
+import { initialQueue, parseQueueEvent, reduceQueue, type QueueState } from '../automerge/queue/queue.js';
+import { QUEUE_STREAM_PREFIX } from '../automerge/queue/store.js';
+import type { EventStore } from '../storage/ports.js';
 import type { GitHubRequestObservation } from '../forge/github/client.js';
 import type { JobCounts, JobEvent, JobQueue, TakenJob } from './jobs/index.js';
 
@@ -161,6 +168,17 @@ export const JOB_DURATION_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 
 /** Review times: builtin reviewers answer in well under a second, model reviewers and live proof in minutes. */
 export const REVIEW_DURATION_BUCKETS = [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1200, 1800, 3600];
 
+/** Time a change spends in a merge queue, enqueue to landing or leaving: a candidate's checks take seconds to many minutes, a long line hours. */
+export const QUEUE_TIME_BUCKETS = [1, 5, 10, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200, 14400, 43200, 86400];
+/** Changes per candidate (`automerge.queue.batchSize`, default 4). */
+export const QUEUE_BATCH_BUCKETS = [1, 2, 3, 4, 6, 8, 12, 16, 32];
+/** Distinct `base` label values kept (protected branches of the trusted config; later ones are `other`). */
+export const MAX_QUEUE_BASES = 50;
+const QUEUE_LEAVE_OUTCOMES = ['landed', 'removed', 'ejected'] as const;
+const CANDIDATE_OUTCOMES = ['passed', 'failed'] as const;
+/** Queue events read per page at a scrape. */
+const QUEUE_PAGE = 1000;
+
 const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE']);
 /** A route template's path: literal segments and `{name}` placeholders; a segment of digits only is a filled value. */
 const ROUTE_PATH = /^(\/([A-Za-z0-9_.-]+|\{[A-Za-z_]+\}))+$/;
@@ -176,13 +194,15 @@ export interface ServiceMetricsOptions {
   readonly github?: boolean;
   /** prom-client's default process metrics (CPU, memory, event loop, GC) on this registry; default true. */
   readonly processMetrics?: boolean;
+  /** The event store of the automerge namespace: its merge queue streams are read on at each scrape (`proofgate_merge_queue_*`). */
+  readonly mergeQueue?: { readonly events: Pick<EventStore, 'readAll'> };
 }
 
 export interface ServiceMetrics {
   readonly registry: Registry;
   /** The `content-type` of `render()`'s text. */
   readonly contentType: string;
-  /** The exposition text: the queue is counted first (when there is one), then every family is written. */
+  /** The exposition text: the job queue is counted and the merge queues read on first (when there are), then every family is written. */
   render(): Promise<string>;
   /** A webhook delivery ended: `event` as the header (or the verified payload) named it, `outcome` as the HTTP front answered. */
   webhookDelivery(event: string | null, outcome: string): void;
@@ -372,11 +392,14 @@ export function createServiceMetrics(options: ServiceMetricsOptions = {}): Servi
     }
   };
 
+  const countMergeQueues = mergeQueueMetrics(options.mergeQueue, registers);
+
   return {
     registry,
     contentType: registry.contentType,
     async render() {
       await countQueue();
+      await countMergeQueues();
       return registry.metrics();
     },
     webhookDelivery(event, outcome) {
@@ -425,5 +448,123 @@ export function createServiceMetrics(options: ServiceMetricsOptions = {}): Servi
         rateLimit.set({ installation, resource }, limit.remaining);
       }
     },
+  };
+}
+
+/**
+ * The merge queue families, and the reader that brings them up to date at a
+ * scrape: the queue streams' events after the last one read, in store order,
+ * folded per base (`reduceQueue`). Counters and histograms take each event
+ * once, so they count every event in the store (a restarted service reads
+ * from the start again and reaches the same totals); the length is the fold's.
+ */
+function mergeQueueMetrics(source: ServiceMetricsOptions['mergeQueue'], registers: Registry[]): () => Promise<void> {
+  if (source === undefined) return async () => undefined;
+  const length = new Gauge({
+    name: 'proofgate_merge_queue_length',
+    help: 'Changes waiting in the merge queue of each base (a protected branch), from the queue streams of the store at scrape time.',
+    labelNames: ['base'] as const,
+    registers,
+  });
+  const timeInQueue = new Histogram({
+    name: 'proofgate_merge_queue_time_in_queue_seconds',
+    help: 'Time from a change entering a merge queue to leaving it, by outcome (landed; removed: stopped, new head, conflict and the like; ejected: its checks failed alone).',
+    labelNames: ['outcome'] as const,
+    buckets: QUEUE_TIME_BUCKETS,
+    registers,
+  });
+  const batchSize = new Histogram({
+    name: 'proofgate_merge_queue_candidate_changes',
+    help: 'Changes in each merge queue candidate built (its batch).',
+    buckets: QUEUE_BATCH_BUCKETS,
+    registers,
+  });
+  const bisections = new Counter({
+    name: 'proofgate_merge_queue_bisections_total',
+    help: 'Failed merge queue candidates of several changes whose changes were split to find the culprit.',
+    registers,
+  });
+  const candidates = new Counter({
+    name: 'proofgate_merge_queue_candidates_total',
+    help: "Merge queue candidates whose checks ended, by outcome (passed: checks passed or a passed tree's result reused; failed).",
+    labelNames: ['outcome'] as const,
+    registers,
+  });
+  for (const outcome of CANDIDATE_OUTCOMES) candidates.inc({ outcome }, 0);
+  for (const outcome of QUEUE_LEAVE_OUTCOMES) timeInQueue.zero({ outcome });
+  bisections.inc(0);
+
+  const queues = new Map<string, QueueState>();
+  const labels = new Set<string>();
+  const baseLabel = (base: string): string => {
+    if (labels.has(base)) return base;
+    if (labels.size >= MAX_QUEUE_BASES) return 'other';
+    labels.add(base);
+    return base;
+  };
+  let after = 0;
+
+  const apply = (base: string, type: string, data: unknown): void => {
+    const event = parseQueueEvent(type, data);
+    if (event === null || event.type === 'queue-lease') return;
+    const before = queues.get(base) ?? initialQueue(base);
+    const left = (change: string, at: string, outcome: (typeof QUEUE_LEAVE_OUTCOMES)[number]): void => {
+      const entry = before.entries.find((waiting) => waiting.change === change);
+      const seconds = entry === undefined ? NaN : (Date.parse(at) - Date.parse(entry.at)) / 1000;
+      if (Number.isFinite(seconds) && seconds >= 0) timeInQueue.observe({ outcome }, seconds);
+    };
+    switch (event.type) {
+      case 'queue-candidate':
+        batchSize.observe(event.data.changes.length);
+        break;
+      case 'queue-checked':
+        candidates.inc({ outcome: event.data.passed ? 'passed' : 'failed' });
+        break;
+      case 'queue-bisect':
+        bisections.inc();
+        break;
+      case 'queue-landed':
+        for (const landed of event.data.changes) left(landed.change, event.data.at, 'landed');
+        break;
+      case 'queue-removed':
+        left(event.data.change, event.data.at, 'removed');
+        break;
+      case 'queue-ejected':
+        left(event.data.change, event.data.at, 'ejected');
+        break;
+      default:
+        break;
+    }
+    queues.set(base, reduceQueue(before, event));
+  };
+
+  const readOn = async (): Promise<void> => {
+    try {
+      for (;;) {
+        const page = await source.events.readAll({ afterPosition: after, limit: QUEUE_PAGE, streamPrefix: QUEUE_STREAM_PREFIX });
+        for (const stored of page) {
+          apply(decodeURIComponent(stored.streamId.slice(QUEUE_STREAM_PREFIX.length)), stored.type, stored.data);
+          after = stored.position;
+        }
+        if (page.length < QUEUE_PAGE) break;
+      }
+    } catch {
+      // The store does not answer: no queue lengths rather than stale ones (the counters keep what they counted).
+      length.reset();
+      return;
+    }
+    length.reset();
+    const totals = new Map<string, number>();
+    for (const [base, state] of queues) {
+      const label = baseLabel(base);
+      totals.set(label, (totals.get(label) ?? 0) + state.entries.length);
+    }
+    for (const [base, total] of totals) length.set({ base }, total);
+  };
+  // One reader at a time: two scrapes at once must not take the same events twice.
+  let reading: Promise<void> = Promise.resolve();
+  return () => {
+    reading = reading.then(readOn, readOn);
+    return reading;
   };
 }

@@ -1,14 +1,21 @@
 /**
  * The observer dashboard's stored projection: one row per change (its stage,
- * the reason, its head, its timeline, the verdicts per head), the reviews'
- * durations and samples of the merge queue's depth, kept in tables of the
- * data directory's SQLite file next to the event store.
+ * the reason, its head, its timeline, the verdicts per head, its place in its
+ * base's merge queue), the reviews' durations, each change's merge queue
+ * history and samples of the merge queues' depth, kept in tables of the data
+ * directory's SQLite file next to the event store.
  *
  * It is written only here: at start (`rebuild`: every change again, from the
  * forge's and the automerge ledger's events and one snapshot of the
- * branches) and whenever the service sees events move (`refresh`: the
- * events of both namespaces after the positions it stored, the changes they
- * name recomputed, rows and positions written in one transaction). Requests
+ * branches; the merge queue streams read once from the start) and whenever
+ * the service sees events move (`refresh`: the events of both namespaces
+ * after the positions it stored, the changes they name recomputed, rows and
+ * positions written in one transaction). The merge queues (streams
+ * `automerge/queue/<base>` of the automerge namespace) are folded as their
+ * events pass (`foldQueue`'s step, kept in memory per base); each event's
+ * history items (`queueHistoryItems`) are stored under the event's position,
+ * so an event read twice is stored once; a depth sample is taken at an
+ * event's own time whenever the total of waiting changes moves. Requests
  * read the rows (`list`, `change`, `timeline`, `summary`); no request
  * replays events.
  *
@@ -23,19 +30,38 @@ import { ProofgateError } from '../core/index.js';
 import { collectVerdicts, type MarkerSecret } from '../automerge/markers.js';
 import { AUTOMERGE_STREAM_PREFIX, type LoadedLedger } from '../automerge/loop/ledger-store.js';
 import { isChangeStage, type ChangeStage } from '../automerge/stage.js';
+import {
+  changeQueueView,
+  initialQueue,
+  parseQueueEvent,
+  queueHistoryItems,
+  reduceQueue,
+  type QueueEvent,
+  type QueueHistoryItem,
+  type QueueState,
+} from '../automerge/queue/queue.js';
+import { QUEUE_STREAM_PREFIX } from '../automerge/queue/store.js';
 import type { LocalForge } from '../forge/local/index.js';
 import { CHANGE_STREAM_PREFIX, REGISTRY_STREAM, changeStream, foldChange } from '../forge/local/records.js';
 import type { ForgeCheck } from '../forge/port.js';
 import { openSqliteDatabase } from '../storage/sqlite/schema.js';
 import type { EventStore, StoredEvent } from '../storage/ports.js';
-import { projectChange, type ChangeRow, type HeadRecord, type ProjectedChange, type TimelineItem, type VerdictBindings } from './dashboard/change-view.js';
-import { summarize, listQueryFrom, type ListQuery, type Summary } from './dashboard/summary.js';
+import {
+  projectChange,
+  type ChangeRow,
+  type HeadRecord,
+  type ProjectedChange,
+  type QueueSummary,
+  type TimelineItem,
+  type VerdictBindings,
+} from './dashboard/change-view.js';
+import { mergeQueueDepth, summarize, listQueryFrom, type ListQuery, type Summary } from './dashboard/summary.js';
 
 export * from './dashboard/change-view.js';
 export * from './dashboard/summary.js';
 
 /** The version of the projection's tables (`proofgate_meta` key `projection_schema_version`); another version is rebuilt. */
-export const PROJECTION_SCHEMA_VERSION = 1;
+export const PROJECTION_SCHEMA_VERSION = 2;
 /** Queue-depth samples kept (the newest). */
 export const MAX_QUEUE_SAMPLES = 5000;
 
@@ -44,15 +70,22 @@ const SCHEMA = [
      id TEXT PRIMARY KEY, number INTEGER NOT NULL, repo TEXT NOT NULL, title TEXT NOT NULL, state TEXT NOT NULL,
      stage TEXT NOT NULL, stage_detail TEXT, stage_code TEXT, base TEXT NOT NULL, head TEXT NOT NULL, head_sha TEXT NOT NULL,
      author TEXT NOT NULL, opened_at TEXT NOT NULL, updated_at TEXT NOT NULL, automerge_on INTEGER NOT NULL,
-     automerge_at TEXT, merged_at TEXT, merge_commit TEXT, timeline TEXT NOT NULL, heads TEXT NOT NULL)`,
+     automerge_at TEXT, merged_at TEXT, merge_commit TEXT, timeline TEXT NOT NULL, heads TEXT NOT NULL, queue TEXT)`,
   'CREATE INDEX IF NOT EXISTS proofgate_projection_changes_stage ON proofgate_projection_changes (stage, number)',
   'CREATE INDEX IF NOT EXISTS proofgate_projection_changes_number ON proofgate_projection_changes (number)',
   `CREATE TABLE IF NOT EXISTS proofgate_projection_reviews (
      change_id TEXT NOT NULL, review_id TEXT NOT NULL, head TEXT NOT NULL, started_at TEXT NOT NULL,
      finished_at TEXT, verdict TEXT, PRIMARY KEY (change_id, review_id))`,
-  'CREATE TABLE IF NOT EXISTS proofgate_projection_queue (seq INTEGER PRIMARY KEY AUTOINCREMENT, at TEXT NOT NULL, depth INTEGER NOT NULL)',
+  // A sample taken at a queue event carries the event's position: a second service on the same data directory stores it once.
+  'CREATE TABLE IF NOT EXISTS proofgate_projection_queue (seq INTEGER PRIMARY KEY AUTOINCREMENT, at TEXT NOT NULL, depth INTEGER NOT NULL, position INTEGER UNIQUE)',
   'CREATE TABLE IF NOT EXISTS proofgate_projection_positions (namespace TEXT PRIMARY KEY, position INTEGER NOT NULL)',
+  `CREATE TABLE IF NOT EXISTS proofgate_projection_queue_history (
+     position INTEGER NOT NULL, idx INTEGER NOT NULL, change_id TEXT NOT NULL, item TEXT NOT NULL, PRIMARY KEY (position, idx))`,
+  'CREATE INDEX IF NOT EXISTS proofgate_projection_queue_history_change ON proofgate_projection_queue_history (change_id, position, idx)',
 ];
+
+/** A candidate's changes, kept until its check result names it (key: base and candidate id). */
+const candidateKey = (base: string, candidate: string): string => `${base}\n${candidate}`;
 
 // ---------------------------------------------------------------- the store
 
@@ -126,7 +159,9 @@ export interface ChangeProjection {
   /** The open changes whose head is one of `branches`. */
   openOnHeads(branches: readonly string[]): string[];
   change(id: string): ChangeRow | null;
-  timeline(id: string): { readonly change: ChangeRow; readonly timeline: TimelineItem[]; readonly heads: HeadRecord[] } | null;
+  timeline(
+    id: string,
+  ): { readonly change: ChangeRow; readonly timeline: TimelineItem[]; readonly heads: HeadRecord[]; readonly queue: QueueSummary | null } | null;
   summary(): Summary;
   /** Wait for the write under way, then close the connection. */
   close(): Promise<void>;
@@ -145,7 +180,7 @@ export function openChangeProjection(dataDir: string, sources: ProjectionSources
     db.transaction(() => {
       const stored = db.prepare<[string], { value: string }>('SELECT value FROM proofgate_meta WHERE key = ?').get('projection_schema_version');
       if (stored !== undefined && Number(stored.value) !== PROJECTION_SCHEMA_VERSION) {
-        for (const table of ['changes', 'reviews', 'queue', 'positions']) db.exec(`DROP TABLE IF EXISTS proofgate_projection_${table}`);
+        for (const table of ['changes', 'reviews', 'queue', 'positions', 'queue_history']) db.exec(`DROP TABLE IF EXISTS proofgate_projection_${table}`);
       }
       for (const statement of SCHEMA) db.exec(statement);
       db.prepare('INSERT OR REPLACE INTO proofgate_meta (key, value) VALUES (?, ?)').run('projection_schema_version', String(PROJECTION_SCHEMA_VERSION));
@@ -156,9 +191,9 @@ export function openChangeProjection(dataDir: string, sources: ProjectionSources
   }
 
   const upsert = db.prepare(
-    `INSERT OR REPLACE INTO proofgate_projection_changes (${ROW_COLUMNS}, timeline, heads)
+    `INSERT OR REPLACE INTO proofgate_projection_changes (${ROW_COLUMNS}, timeline, heads, queue)
      VALUES (@id, @number, @repo, @title, @state, @stage, @stage_detail, @stage_code, @base, @head, @head_sha, @author, @opened_at, @updated_at,
-             @automerge_on, @automerge_at, @merged_at, @merge_commit, @timeline, @heads)`,
+             @automerge_on, @automerge_at, @merged_at, @merge_commit, @timeline, @heads, @queue)`,
   );
   const deleteReviews = db.prepare('DELETE FROM proofgate_projection_reviews WHERE change_id = ?');
   const insertReview = db.prepare(
@@ -166,14 +201,66 @@ export function openChangeProjection(dataDir: string, sources: ProjectionSources
   );
   const setPosition = db.prepare('INSERT OR REPLACE INTO proofgate_projection_positions (namespace, position) VALUES (?, ?)');
   const getPosition = db.prepare<[string], { position: number }>('SELECT position FROM proofgate_projection_positions WHERE namespace = ?');
-  const queueDepth = db.prepare<[], { depth: number }>(
-    "SELECT COUNT(*) AS depth FROM proofgate_projection_changes WHERE state = 'open' AND automerge_on = 1 AND stage NOT IN ('blocked', 'merged', 'closed')",
-  );
+  const insertHistory = db.prepare('INSERT OR IGNORE INTO proofgate_projection_queue_history (position, idx, change_id, item) VALUES (?, ?, ?, ?)');
+  const historyOf = db.prepare<[string], { item: string }>('SELECT item FROM proofgate_projection_queue_history WHERE change_id = ? ORDER BY position, idx');
   const lastSample = db.prepare<[], { depth: number }>('SELECT depth FROM proofgate_projection_queue ORDER BY seq DESC LIMIT 1');
-  const addSample = db.prepare('INSERT INTO proofgate_projection_queue (at, depth) VALUES (?, ?)');
+  const addSample = db.prepare('INSERT OR IGNORE INTO proofgate_projection_queue (at, depth, position) VALUES (?, ?, ?)');
   const trimSamples = db.prepare(
     `DELETE FROM proofgate_projection_queue WHERE seq <= (SELECT seq FROM proofgate_projection_queue ORDER BY seq DESC LIMIT 1 OFFSET ${MAX_QUEUE_SAMPLES})`,
   );
+
+  // The merge queues, folded as their events pass (each event once: `queueFolded` is the position of the last one applied).
+  const queues = new Map<string, QueueState>();
+  const candidates = new Map<string, readonly string[]>();
+  let queueFolded = 0;
+  // Changes whose queue view moved and whose rows are not written yet (kept until a refresh writes them).
+  const queueTouched = new Set<string>();
+  const queueOf = (base: string): QueueState => queues.get(base) ?? initialQueue(base);
+  const depthNow = (): number => mergeQueueDepth(queues.values());
+
+  /**
+   * Fold queue events (in position order; those folded already are skipped), store their history items and the depth
+   * samples in one transaction, and return the changes whose view moved: those the events name and, when a line
+   * moved, every change waiting in it before or after.
+   */
+  const foldQueueEvents = (stored: readonly StoredEvent[]): Set<string> => {
+    const rows: { position: number; idx: number; change: string; item: QueueHistoryItem }[] = [];
+    const samples: { at: string; depth: number; position: number }[] = [];
+    let depth = depthNow();
+    for (const event of stored) {
+      if (event.position <= queueFolded || !event.streamId.startsWith(QUEUE_STREAM_PREFIX)) continue;
+      queueFolded = event.position;
+      const parsed: QueueEvent | null = parseQueueEvent(event.type, event.data);
+      if (parsed === null || parsed.type === 'queue-lease') continue;
+      const base = decodeURIComponent(event.streamId.slice(QUEUE_STREAM_PREFIX.length));
+      const before = queueOf(base);
+      const items = queueHistoryItems(before, parsed, (candidate) => candidates.get(candidateKey(base, candidate)) ?? []);
+      if (parsed.type === 'queue-candidate') candidates.set(candidateKey(base, parsed.data.candidate), parsed.data.changes);
+      if (parsed.type === 'queue-checked') candidates.delete(candidateKey(base, parsed.data.candidate));
+      const after = reduceQueue(before, parsed);
+      queues.set(base, after);
+      items.forEach((item, idx) => {
+        rows.push({ position: event.position, idx, change: item.change, item });
+        queueTouched.add(item.change);
+      });
+      if (after.entries !== before.entries || after.paused !== before.paused) {
+        for (const entry of [...before.entries, ...after.entries]) queueTouched.add(entry.change);
+      }
+      const next = depthNow();
+      if (next !== depth) {
+        depth = next;
+        samples.push({ at: 'at' in parsed.data ? parsed.data.at : event.recordedAt, depth, position: event.position });
+      }
+    }
+    if (rows.length > 0 || samples.length > 0) {
+      db.transaction(() => {
+        for (const row of rows) insertHistory.run(row.position, row.idx, row.change, JSON.stringify(row.item));
+        for (const sample of samples) addSample.run(sample.at, sample.depth, sample.position);
+        if (samples.length > 0) trimSamples.run();
+      }).immediate();
+    }
+    return queueTouched;
+  };
 
   const branches = async (): Promise<Map<string, string>> => {
     const text = await forge.repo.text(['for-each-ref', '--format=%(objectname) %(refname)', 'refs/heads/']);
@@ -201,12 +288,18 @@ export function openChangeProjection(dataDir: string, sources: ProjectionSources
       for (const { fields } of verdicts)
         bindings.set(fields.review, { head: fields.head, diff: fields.diff, contract: fields.contract, config: fields.config });
     }
-    return projectChange({ repo, record, forgeEvents, branchSha: refs.get(record.headRef) ?? null, ledger, checks, bindings });
+    const queueHistory = historyOf.all(changeId).map((row) => JSON.parse(row.item) as QueueHistoryItem);
+    const queue = changeQueueView(
+      queueOf(record.baseRef),
+      changeId,
+      queueHistory.filter((item) => item.base === record.baseRef),
+    );
+    return projectChange({ repo, record, forgeEvents, branchSha: refs.get(record.headRef) ?? null, ledger, checks, bindings, queue, queueHistory });
   };
 
   const write = (projected: readonly ProjectedChange[], positions: Readonly<Record<string, number>>): void => {
     db.transaction(() => {
-      for (const { row, timeline, heads, reviews } of projected) {
+      for (const { row, timeline, heads, reviews, queue } of projected) {
         upsert.run({
           id: row.id,
           number: row.number,
@@ -228,21 +321,24 @@ export function openChangeProjection(dataDir: string, sources: ProjectionSources
           merge_commit: row.mergeCommit,
           timeline: JSON.stringify(timeline),
           heads: JSON.stringify(heads),
+          queue: queue === null ? null : JSON.stringify(queue),
         });
         deleteReviews.run(row.id);
         for (const review of reviews) insertReview.run(row.id, review.reviewId, review.head, review.startedAt, review.finishedAt, review.verdict);
       }
       for (const [namespace, position] of Object.entries(positions)) setPosition.run(namespace, position);
-      const depth = queueDepth.get()?.depth ?? 0;
-      if (lastSample.get()?.depth !== depth) {
-        addSample.run(now().toISOString(), depth);
-        trimSamples.run();
-      }
+      // The first sample of a board: the depth now (later ones are taken at the queue events that move it).
+      if (lastSample.get() === undefined) addSample.run(now().toISOString(), depthNow(), null);
     }).immediate();
   };
 
   /** The change ids named by events after `after` in one namespace, and the last position read. */
-  const tail = async (events: EventStore, after: number, idOf: (event: StoredEvent) => readonly string[]): Promise<{ ids: Set<string>; position: number }> => {
+  const tail = async (
+    events: EventStore,
+    after: number,
+    idOf: (event: StoredEvent) => readonly string[],
+    onPage?: (page: readonly StoredEvent[]) => Iterable<string>,
+  ): Promise<{ ids: Set<string>; position: number }> => {
     const ids = new Set<string>();
     let position = after;
     for (;;) {
@@ -251,6 +347,7 @@ export function openChangeProjection(dataDir: string, sources: ProjectionSources
         for (const id of idOf(event)) ids.add(id);
         position = event.position;
       }
+      if (onPage !== undefined) for (const id of onPage(page)) ids.add(id);
       if (page.length < TAIL_PAGE) return { ids, position };
     }
   };
@@ -296,21 +393,43 @@ export function openChangeProjection(dataDir: string, sources: ProjectionSources
         open();
         // Positions first: whatever is appended while the rebuild reads is found by the next refresh.
         const positions = { forge: await forge.lastEventPosition(), automerge: await lastPosition(sources.ledger.events) };
+        // The merge queues again from their start, up to that position (the next refresh reads on from there).
+        queues.clear();
+        candidates.clear();
+        queueFolded = 0;
+        db.transaction(() => {
+          db.exec('DELETE FROM proofgate_projection_queue_history');
+          db.exec('DELETE FROM proofgate_projection_queue');
+        }).immediate();
+        let after = 0;
+        for (;;) {
+          const page = await sources.ledger.events.readAll({ afterPosition: after, limit: TAIL_PAGE, streamPrefix: QUEUE_STREAM_PREFIX });
+          const upTo = page.filter((event) => event.position <= positions.automerge);
+          foldQueueEvents(upTo);
+          const last = page[page.length - 1];
+          if (last === undefined || page.length < TAIL_PAGE || upTo.length < page.length) break;
+          after = last.position;
+        }
+        queueFolded = positions.automerge;
         const registry = await forge.store.events.read(REGISTRY_STREAM);
         const ids = registry.map((event) => (event.data as { changeId?: unknown }).changeId).filter((id): id is string => typeof id === 'string');
-        return recompute(ids, positions);
+        const count = await recompute(ids, positions);
+        queueTouched.clear();
+        return count;
       }),
     refresh: (touched = []) =>
       serial(async () => {
         open();
         const fromForge = await tail(forge.store.events, getPosition.get('forge')?.position ?? 0, forgeIds);
-        const fromLedger = await tail(sources.ledger.events, getPosition.get('automerge')?.position ?? 0, ledgerIds);
-        const ids = new Set([...touched, ...fromForge.ids, ...fromLedger.ids]);
+        const fromLedger = await tail(sources.ledger.events, getPosition.get('automerge')?.position ?? 0, ledgerIds, foldQueueEvents);
+        const ids = new Set([...touched, ...fromForge.ids, ...fromLedger.ids, ...queueTouched]);
         if (ids.size === 0) {
           write([], { forge: fromForge.position, automerge: fromLedger.position });
           return 0;
         }
-        return recompute(ids, { forge: fromForge.position, automerge: fromLedger.position });
+        const count = await recompute(ids, { forge: fromForge.position, automerge: fromLedger.position });
+        for (const id of ids) queueTouched.delete(id);
+        return count;
       }),
     list(query) {
       open();
@@ -358,12 +477,17 @@ export function openChangeProjection(dataDir: string, sources: ProjectionSources
     timeline(id) {
       open();
       const record = db
-        .prepare<[string], RowRecord & { timeline: string; heads: string }>(
-          `SELECT ${ROW_COLUMNS}, timeline, heads FROM proofgate_projection_changes WHERE id = ?`,
+        .prepare<[string], RowRecord & { timeline: string; heads: string; queue: string | null }>(
+          `SELECT ${ROW_COLUMNS}, timeline, heads, queue FROM proofgate_projection_changes WHERE id = ?`,
         )
         .get(id);
       if (record === undefined) return null;
-      return { change: rowOf(record), timeline: parseJson<TimelineItem[]>(record.timeline), heads: parseJson<HeadRecord[]>(record.heads) };
+      return {
+        change: rowOf(record),
+        timeline: parseJson<TimelineItem[]>(record.timeline),
+        heads: parseJson<HeadRecord[]>(record.heads),
+        queue: record.queue === null ? null : parseJson<QueueSummary>(record.queue),
+      };
     },
     summary() {
       open();

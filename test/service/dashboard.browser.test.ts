@@ -2,7 +2,9 @@
  * The observer dashboard in headless Chromium (Debian's `chromium`, driven by
  * playwright-core): the board of a seeded repository, a change's timeline,
  * the charts, a blocked change's reason, phone width, updates without a
- * reload, and no console error anywhere. Screenshots go to test-artifacts/.
+ * reload, a real merge queue (queued changes on the board with their place
+ * in line, a hostile title shown as text, the queue's events reaching the
+ * change page without a reload), and no console error anywhere. Screenshots go to test-artifacts/.
  *
  * Without /usr/bin/chromium the tests skip with one line; under CI=true they
  * fail instead.
@@ -16,6 +18,7 @@ import { LedgerStore } from '../../src/automerge/loop/ledger-store.js';
 import { defaultStoragePolicy } from '../../src/storage/policy.js';
 import { createLocalRunStorage } from '../../src/storage/sqlite/index.js';
 import { CHROMIUM, CHROMIUM_ARGS, seedRepository, serveSeed, type Seeded } from './dashboard-support.js';
+import { HOSTILE_TITLE, queueScenario, type QueueScenario } from './queue-support.js';
 
 /** What the chart test reads of a canvas (the test's types have no DOM). */
 interface CanvasLike {
@@ -194,5 +197,82 @@ if (!available && process.env.CI === 'true') {
       expect(await page.evaluate('window.sameDocument')).toBe(true);
       expect(await page.$$eval('[data-stage="arriving"] [data-change]', (nodes) => nodes.length)).toBe(0);
     });
+  });
+
+  describe('the merge queue in a browser', () => {
+    let browser: Browser;
+    let scenario: QueueScenario;
+    let service: Awaited<ReturnType<typeof serveSeed>>;
+    const problems: string[] = [];
+
+    beforeAll(async () => {
+      mkdirSync(ARTIFACTS, { recursive: true });
+      scenario = await queueScenario();
+      service = await serveSeed({ repo: scenario.fixture.repo, data: scenario.fixture.dataDir });
+      browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+    }, 180_000);
+
+    afterAll(async () => {
+      await browser?.close();
+      await service?.stop(0);
+      await scenario?.cleanup();
+    });
+
+    it(
+      'shows queued changes waiting on their place in line, a hostile title as text, and the queue events arriving on the change page without a reload',
+      { timeout: 180_000 },
+      async () => {
+        const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+        try {
+          const page = await context.newPage();
+          page.on('console', (message) => {
+            if (message.type() === 'error') problems.push(`console: ${message.text()}`);
+          });
+          page.on('pageerror', (error) => problems.push(`page: ${error.message}`));
+          await page.goto(`${service.url}/`);
+          await page.waitForSelector('body[data-ready="true"]');
+          const [a, hostile, b] = scenario.ids;
+          const waiting = await page.$$eval('[data-stage="waiting"] [data-change]', (nodes) =>
+            nodes.map((node) => [node.getAttribute('data-change'), node.querySelector('[data-detail]')?.textContent]),
+          );
+          expect(waiting.sort()).toEqual(
+            [a, hostile, b].map((id, index) => [id, `Waiting on: merge queue (position ${index + 1} of 3, base main); the queue is paused`]).sort(),
+          );
+          // The hostile title is text: no element came of it, no script ran, the characters are all there.
+          expect(await page.textContent(`[data-change="${hostile}"] a.title`)).toBe(`#${hostile} ${HOSTILE_TITLE}`);
+          expect(await page.$$eval('[data-change] img, [data-change] b', (nodes) => nodes.length)).toBe(0);
+          expect(await page.evaluate('window.pwned')).toBeUndefined();
+          await page.screenshot({ path: join(ARTIFACTS, 'dashboard-queue-board.png'), fullPage: true });
+
+          await page.click(`[data-change="${hostile}"] a.title`);
+          await page.waitForSelector('[data-queue="waiting"]');
+          expect(await page.textContent('[data-queue-position]')).toBe('2 of 3');
+          expect(await page.$$eval('[data-queue-event]', (nodes) => nodes.map((node) => node.getAttribute('data-queue-event')))).toEqual(['enqueued']);
+          expect(await page.textContent('h1')).toBe(`#${hostile} ${HOSTILE_TITLE}`);
+          expect(await page.$$eval('article img, article h1 b', (nodes) => nodes.length)).toBe(0);
+
+          // The queue goes on; the page follows without a reload.
+          await page.evaluate('window.sameDocument = true');
+          await scenario.release();
+          await page.waitForSelector('[data-queue="landed"]', { timeout: 60_000 });
+          await page.waitForSelector('[data-queue-event="landed"]');
+          expect(await page.$$eval('[data-queue-event]', (nodes) => nodes.map((node) => node.getAttribute('data-queue-event')))).toEqual([
+            'enqueued',
+            'candidate',
+            'checks',
+            'bisect',
+            'candidate',
+            'checks',
+            'landed',
+          ]);
+          expect(await page.evaluate('window.sameDocument')).toBe(true);
+          expect(await page.evaluate('window.pwned')).toBeUndefined();
+          await page.screenshot({ path: join(ARTIFACTS, 'dashboard-queue-change.png'), fullPage: true });
+          expect(problems).toEqual([]);
+        } finally {
+          await context.close();
+        }
+      },
+    );
   });
 }

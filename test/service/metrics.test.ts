@@ -4,7 +4,8 @@
  * was reviewed and merged through signed deliveries, from `serve --repo`
  * after a rebase, a review and a merge (checked against the ledger), from a
  * GitHub client's hook against a plain HTTP server sending rate-limit
- * headers, and the queue's `counts()` on both adapters.
+ * headers, the queue's `counts()` on both adapters, and the merge queue
+ * families after a real queue bisected a failing candidate.
  */
 import { createServer, type Server } from 'node:http';
 import { randomBytes } from 'node:crypto';
@@ -27,6 +28,7 @@ import { makeSeededRepo } from '../forge/git-fixture.js';
 import { describePostgres } from '../support/postgres.js';
 import { until } from '../support/wait.js';
 import { startServiceHarness, type ServiceHarness } from './github-service-support.js';
+import { queueScenario } from './queue-support.js';
 
 interface Sample {
   readonly value?: string;
@@ -102,7 +104,8 @@ const sameLabels = (sample: Sample, labels: Readonly<Record<string, string>>): b
 
 /** The value of the sample with exactly these labels (a histogram: its count), or undefined. */
 function valueOf(families: Families, name: string, labels: Readonly<Record<string, string>> = {}): number | undefined {
-  const sample = families.get(name)?.metrics.find((s) => sameLabels(s, labels));
+  const samples = families.get(name)?.type === 'HISTOGRAM' ? histogramCounts(families, name) : families.get(name)?.metrics;
+  const sample = samples?.find((s) => sameLabels(s, labels));
   if (sample === undefined) return undefined;
   return Number(sample.count ?? sample.value);
 }
@@ -236,12 +239,15 @@ it('the GitHub App service: deliveries by event and outcome, jobs, a review, a m
   expect(h.server.schemaChecks.filter((c) => c.violations.length > 0)).toEqual([]);
 });
 
-it('serve --repo: a rebase, the review and the merge, as the ledger records them; no webhook, queue or GitHub families', async () => {
-  // One builtin lane (rules): the review is real and quick.
+it('serve --repo: a rebase, the review and the merge through the merge queue, as the store records them; no webhook, job queue or GitHub families', async () => {
+  // One builtin lane (rules): the review is real and quick. The merge goes through main's merge queue.
   const config = [
     'maintainers:',
     `  - login: ${MAINTAINER}`,
     '    permission: admin',
+    'automerge:',
+    '  queue:',
+    '    enabled: true',
     'checks:',
     '  - name: test',
     '    run: node check.mjs',
@@ -305,6 +311,12 @@ it('serve --repo: a rebase, the review and the merge, as the ledger records them
   expect(family(families, 'proofgate_repairs_total', 'COUNTER').metrics.reduce((sum, s) => sum + Number(s.value), 0)).toBe(1);
   expect(valueOf(families, 'proofgate_merges_total', { outcome: 'merged' })).toBe(1);
   expect(repo.sha('main')).toBe(ledger.state.merged?.mergeCommit);
+  // The queue's families, from its stream in the store: one candidate of one change, passed and landed.
+  expect(valueOf(families, 'proofgate_merge_queue_length', { base: 'main' })).toBe(0);
+  expect(valueOf(families, 'proofgate_merge_queue_candidates_total', { outcome: 'passed' })).toBe(1);
+  expect(valueOf(families, 'proofgate_merge_queue_candidates_total', { outcome: 'failed' })).toBe(0);
+  expect(valueOf(families, 'proofgate_merge_queue_candidate_changes')).toBe(1);
+  expect(valueOf(families, 'proofgate_merge_queue_time_in_queue_seconds', { outcome: 'landed' })).toBe(1);
 
   for (const name of ['proofgate_webhook_deliveries_total', 'proofgate_jobs_queued', 'proofgate_job_duration_seconds', 'proofgate_github_requests_total']) {
     expect(families.has(name), name).toBe(false);
@@ -422,4 +434,43 @@ describePostgres('JobQueue.counts on PostgreSQL', (url) => {
     cleanups.push(() => queue.close());
     await checkCounts(queue);
   });
+});
+
+it('the merge queues: length per base, time in queue by outcome, candidate sizes, candidates by outcome and bisections, from the store, read by a Prometheus parser', async () => {
+  const scenario = await queueScenario();
+  cleanups.push(scenario.cleanup);
+  const events = scenario.fixture.automerge.env.store.events;
+  const metrics = createServiceMetrics({ processMetrics: false, mergeQueue: { events } });
+  const waiting = parseFamilies(await metrics.render());
+  family(waiting, 'proofgate_merge_queue_length', 'GAUGE');
+  expect(valueOf(waiting, 'proofgate_merge_queue_length', { base: 'main' })).toBe(3);
+  family(waiting, 'proofgate_merge_queue_time_in_queue_seconds', 'HISTOGRAM');
+  family(waiting, 'proofgate_merge_queue_candidate_changes', 'HISTOGRAM');
+  expect(valueOf(waiting, 'proofgate_merge_queue_bisections_total')).toBe(0);
+  expect(valueOf(waiting, 'proofgate_merge_queue_candidates_total', { outcome: 'passed' })).toBe(0);
+
+  await scenario.release();
+  const ended = parseFamilies(await metrics.render());
+  expect(valueOf(ended, 'proofgate_merge_queue_length', { base: 'main' })).toBe(0);
+  // One candidate of three failed and was bisected; the first two passed together and landed; the third failed alone and was ejected.
+  expect(valueOf(ended, 'proofgate_merge_queue_bisections_total')).toBe(1);
+  expect(valueOf(ended, 'proofgate_merge_queue_candidates_total', { outcome: 'passed' })).toBe(1);
+  expect(valueOf(ended, 'proofgate_merge_queue_candidates_total', { outcome: 'failed' })).toBe(2);
+  const sizes = family(ended, 'proofgate_merge_queue_candidate_changes', 'HISTOGRAM').metrics[0];
+  expect(sizes?.count).toBe('3');
+  expect(Number(sizes?.sum)).toBe(3 + 2 + 1);
+  expect(sizes?.buckets).toMatchObject({ '1': '1', '2': '2', '3': '3', '4': '3' });
+  const times = histogramCounts(ended, 'proofgate_merge_queue_time_in_queue_seconds');
+  const count = (outcome: string): number => Number(times.find((sample) => sameLabels(sample, { outcome }))?.value);
+  expect([count('landed'), count('ejected'), count('removed')]).toEqual([2, 1, 0]);
+
+  // Another service reading the same store (another process, say) from the start counts the same.
+  const other = parseFamilies(await createServiceMetrics({ processMetrics: false, mergeQueue: { events } }).render());
+  for (const name of ['proofgate_merge_queue_bisections_total', 'proofgate_merge_queue_candidates_total', 'proofgate_merge_queue_length']) {
+    expect(other.get(name)?.metrics).toEqual(ended.get(name)?.metrics);
+  }
+  // A scrape with nothing new counts nothing twice.
+  const again = parseFamilies(await metrics.render());
+  expect(valueOf(again, 'proofgate_merge_queue_candidates_total', { outcome: 'failed' })).toBe(2);
+  expect(labelsOf(again).filter(([name]) => name === 'base')).toEqual([['base', 'main']]);
 });

@@ -10,12 +10,14 @@ import { AUTOMERGE_NAMESPACE } from '../../src/automerge/loop/local.js';
 import { LedgerStore } from '../../src/automerge/loop/ledger-store.js';
 import { ProofgateError } from '../../src/core/index.js';
 import { initialLedger } from '../../src/automerge/ledger.js';
+import type { QueueState } from '../../src/automerge/queue/queue.js';
 import type { ChangeRecord } from '../../src/forge/local/index.js';
-import { inQueue, listQueryFrom, percentile, projectChange, summarize, type ChangeFacts } from '../../src/service/projection.js';
+import { listQueryFrom, mergeQueueDepth, openChangeProjection, percentile, projectChange, summarize, type ChangeFacts } from '../../src/service/projection.js';
 import { defaultStoragePolicy } from '../../src/storage/policy.js';
 import { createLocalRunStorage } from '../../src/storage/sqlite/index.js';
 import { until } from '../support/wait.js';
 import { seedRepository, serveSeed, type SeedChange } from './dashboard-support.js';
+import { HOSTILE_TITLE, queueScenario } from './queue-support.js';
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -151,14 +153,15 @@ describe('summarize', () => {
   });
 });
 
-describe('inQueue', () => {
+describe('mergeQueueDepth', () => {
+  const waiting = (n: number) => ({ entries: Array.from({ length: n }, (_, i) => ({ change: String(i) })) }) as unknown as QueueState;
   it.each([
-    [{ state: 'open', automergeOn: true, stage: 'waiting' }, true],
-    [{ state: 'open', automergeOn: true, stage: 'blocked' }, false],
-    [{ state: 'open', automergeOn: false, stage: 'reviewing' }, false],
-    [{ state: 'merged', automergeOn: true, stage: 'merged' }, false],
-  ] as const)('%j', (row, expected) => {
-    expect(inQueue(row)).toBe(expected);
+    [[], 0],
+    [[0], 0],
+    [[2], 2],
+    [[2, 3], 5],
+  ] as const)('queues of %j waiting changes: %d', (sizes, expected) => {
+    expect(mergeQueueDepth(sizes.map(waiting))).toBe(expected);
   });
 });
 
@@ -285,5 +288,60 @@ describe('the stored projection through the read API', () => {
     cleanups.push(() => again.stop(0));
     const rebuilt = await getJson(again.url, '/api/changes?stage=blocked');
     expect((rebuilt.json.changes as { id: string }[]).map((row) => row.id).sort()).toEqual([seed.ids[1], seed.ids[2]].sort());
+  });
+});
+
+describe('the merge queue in the projection', () => {
+  it('a queued change waits on its place in line; its timeline holds the queue events; the depth chart counts the queue; a rebuild agrees', async () => {
+    const scenario = await queueScenario();
+    cleanups.push(scenario.cleanup);
+    const { fixture } = scenario;
+    const sources = { forge: fixture.forge, ledger: fixture.automerge.env.store, secret: fixture.automerge.env.secret };
+    const projection = openChangeProjection(fixture.dataDir, sources);
+    cleanups.push(() => projection.close());
+    await projection.rebuild();
+    const [a, hostile, b] = scenario.ids;
+
+    for (const [index, id] of scenario.ids.entries()) {
+      expect(projection.change(id)).toMatchObject({
+        stage: 'waiting',
+        stageCode: 'merge-queued',
+        stageDetail: `merge queue (position ${index + 1} of 3, base main); the queue is paused`,
+      });
+    }
+    // The hostile title is kept as data (the dashboard and the CLI show it as text).
+    expect(projection.change(hostile)?.title).toBe(HOSTILE_TITLE);
+    expect(projection.timeline(hostile)?.queue).toMatchObject({ base: 'main', status: 'waiting', position: 2, of: 3, paused: true, candidate: null });
+    expect(
+      projection
+        .timeline(hostile)
+        ?.timeline.filter((item) => item.kind === 'queue')
+        .map((item) => item.queueEvent),
+    ).toEqual(['enqueued']);
+    expect(projection.summary().queueDepth.depth.slice(0, 3)).toEqual([1, 2, 3]);
+
+    await scenario.release();
+    await projection.refresh();
+    expect(projection.change(a)).toMatchObject({ stage: 'merged' });
+    expect(projection.change(hostile)).toMatchObject({ stage: 'merged' });
+    expect(projection.change(b)).toMatchObject({ stage: 'blocked', stageDetail: expect.stringMatching(/^left the merge queue of main: check "test" failed/) });
+    const events = (id: string) => projection.timeline(id)?.timeline.filter((item) => item.kind === 'queue') ?? [];
+    expect(events(a).map((item) => item.queueEvent)).toEqual(['enqueued', 'candidate', 'checks', 'bisect', 'candidate', 'checks', 'landed']);
+    expect(events(b).map((item) => item.queueEvent)).toEqual(['enqueued', 'candidate', 'checks', 'bisect', 'candidate', 'checks', 'ejected']);
+    expect(events(b).map((item) => item.conclusion ?? null)).toEqual([null, null, 'failure', null, null, 'failure', 'failure']);
+    expect(events(a)[6]?.commit).toMatch(/^[0-9a-f]{40}$/);
+    expect(events(b)[1]?.text).toMatch(/^in candidate \S+ \(3 of 3\) on main, tip [0-9a-f]{12}$/);
+    expect(events(b)[3]?.text).toBe('bisecting 3 suspects after test (failure) failed');
+    expect(events(b)[6]?.text).toMatch(/^ejected from the merge queue of main: .*check "test" failed/);
+    expect(projection.timeline(b)?.queue).toMatchObject({ status: 'ejected', position: null, candidate: null });
+    // Queue depth over time: the line filled to 3, the two that passed landed together, the third was ejected.
+    expect(projection.summary().queueDepth.depth.slice(0, 5)).toEqual([1, 2, 3, 1, 0]);
+
+    // A restart rebuilds the same history from the queue's stream.
+    const again = openChangeProjection(fixture.dataDir, sources);
+    cleanups.push(() => again.close());
+    await again.rebuild();
+    for (const id of scenario.ids) expect(again.timeline(id)).toEqual(projection.timeline(id));
+    expect(again.summary().queueDepth.depth.slice(0, 5)).toEqual([1, 2, 3, 1, 0]);
   });
 });

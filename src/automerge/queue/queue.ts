@@ -4,7 +4,7 @@
  * (`nextBatch`). The store (store.ts) appends these events at the revision
  * they were decided on; the runner (runner.ts) acts on what this file says.
  */
-import type { QueueEventData, QueueEventType } from '../../contracts/automerge-steps.js';
+import { QUEUE_EVENT_SCHEMAS, type QueueEventData, type QueueEventType } from '../../contracts/automerge-steps.js';
 import { bisectBatch } from './bisect.js';
 
 /** One change waiting in the queue, in queue order. */
@@ -176,4 +176,276 @@ export function nextBatch(state: QueueState, batchSize: number): readonly QueueE
     }
   }
   return state.entries.slice(0, size);
+}
+
+// ------------------------------------------------------------ read helpers
+
+/** One thing that happened to one change in its base's queue, as the CLI and the dashboard show it. */
+export type QueueHistoryItem =
+  | { readonly kind: 'enqueued'; readonly change: string; readonly base: string; readonly at: string; readonly head: string }
+  | {
+      readonly kind: 'candidate';
+      readonly change: string;
+      readonly base: string;
+      readonly at: string;
+      readonly candidate: string;
+      /** How many changes the candidate holds, and this change's place among them (1-based). */
+      readonly size: number;
+      readonly index: number;
+      readonly tip: string;
+    }
+  | {
+      readonly kind: 'checks';
+      readonly change: string;
+      readonly base: string;
+      readonly at: string;
+      readonly candidate: string;
+      readonly passed: boolean;
+      readonly reused: boolean;
+      readonly failure: QueueFailure | null;
+    }
+  | { readonly kind: 'bisect'; readonly change: string; readonly base: string; readonly at: string; readonly suspects: number; readonly failure: QueueFailure }
+  | { readonly kind: 'flaky'; readonly change: string; readonly base: string; readonly at: string; readonly failure: QueueFailure }
+  | {
+      readonly kind: 'landed';
+      readonly change: string;
+      readonly base: string;
+      readonly at: string;
+      readonly head: string;
+      readonly commit: string;
+      readonly candidate: string;
+    }
+  | {
+      readonly kind: 'removed';
+      readonly change: string;
+      readonly base: string;
+      readonly at: string;
+      readonly head: string;
+      readonly code: string;
+      readonly reason: string;
+    }
+  | {
+      readonly kind: 'ejected';
+      readonly change: string;
+      readonly base: string;
+      readonly at: string;
+      readonly head: string;
+      readonly reason: string;
+      readonly check: string | null;
+      readonly log: string | null;
+    };
+
+/**
+ * What one queue event says about each change it concerns (pure), given the
+ * queue before it (an enqueue the fold ignores, the same head already
+ * waiting, says nothing) and the changes of each candidate built so far
+ * (`candidateChanges`: a check result names only its candidate).
+ */
+export function queueHistoryItems(before: QueueState, event: QueueEvent, candidateChanges: (candidate: string) => readonly string[]): QueueHistoryItem[] {
+  const base = before.base;
+  switch (event.type) {
+    case 'queue-enqueued': {
+      const { change, head, at } = event.data;
+      if (before.entries.some((entry) => entry.change === change && entry.head === head)) return [];
+      return [{ kind: 'enqueued', change, base, at, head }];
+    }
+    case 'queue-candidate': {
+      const { candidate, changes, tip, at } = event.data;
+      return changes.map((change, index) => ({ kind: 'candidate', change, base, at, candidate, size: changes.length, index: index + 1, tip }));
+    }
+    case 'queue-checked': {
+      const { candidate, passed, reused, failure, at } = event.data;
+      return candidateChanges(candidate).map((change) => ({ kind: 'checks', change, base, at, candidate, passed, reused, failure }));
+    }
+    case 'queue-bisect':
+      return event.data.changes.map((change) => ({
+        kind: 'bisect',
+        change,
+        base,
+        at: event.data.at,
+        suspects: event.data.changes.length,
+        failure: event.data.failure,
+      }));
+    case 'queue-flaky':
+      return event.data.changes.map((change) => ({ kind: 'flaky', change, base, at: event.data.at, failure: event.data.failure }));
+    case 'queue-landed':
+      return event.data.changes.map((landed) => ({
+        kind: 'landed',
+        change: landed.change,
+        base,
+        at: event.data.at,
+        head: landed.head,
+        commit: landed.mergeCommit,
+        candidate: event.data.candidate,
+      }));
+    case 'queue-removed': {
+      const { change, head, code, reason, at } = event.data;
+      return [{ kind: 'removed', change, base, at, head, code, reason }];
+    }
+    case 'queue-ejected': {
+      const { change, head, reason, check, log, at } = event.data;
+      return [{ kind: 'ejected', change, base, at, head, reason, check, log }];
+    }
+    case 'queue-paused':
+    case 'queue-resumed':
+    case 'queue-lease':
+      return [];
+  }
+}
+
+/** Every change's queue history in a whole stream, oldest first (pure); with `change`, that change's only. */
+export function queueHistory(base: string, events: readonly QueueEvent[], change?: string): QueueHistoryItem[] {
+  const candidates = new Map<string, readonly string[]>();
+  const items: QueueHistoryItem[] = [];
+  let state = initialQueue(base);
+  for (const event of events) {
+    for (const item of queueHistoryItems(state, event, (id) => candidates.get(id) ?? [])) if (change === undefined || item.change === change) items.push(item);
+    if (event.type === 'queue-candidate') candidates.set(event.data.candidate, event.data.changes);
+    state = reduceQueue(state, event);
+  }
+  return items;
+}
+
+/** The candidate a waiting change is in now, and its checks: the latest one built since it was last queued (pure). */
+export interface QueueCandidateView {
+  readonly candidate: string;
+  readonly size: number;
+  readonly index: number;
+  readonly tip: string;
+  readonly at: string;
+  /** running: built, no result yet; passed: about to land (or built again when the base moved); failed: its changes are being bisected or ejected. */
+  readonly checks: 'running' | 'passed' | 'failed';
+  readonly failure: QueueFailure | null;
+}
+
+export function queueCandidateOf(history: readonly QueueHistoryItem[]): QueueCandidateView | null {
+  const step = (found: QueueCandidateView | null, item: QueueHistoryItem): QueueCandidateView | null => {
+    switch (item.kind) {
+      case 'enqueued':
+      case 'landed':
+      case 'removed':
+      case 'ejected':
+        return null;
+      case 'candidate':
+        return { candidate: item.candidate, size: item.size, index: item.index, tip: item.tip, at: item.at, checks: 'running', failure: null };
+      case 'checks':
+        return found !== null && item.candidate === found.candidate ? { ...found, checks: item.passed ? 'passed' : 'failed', failure: item.failure } : found;
+      default:
+        return found;
+    }
+  };
+  return history.reduce<QueueCandidateView | null>(step, null);
+}
+
+const shortSha = (sha: string): string => sha.slice(0, 12);
+const failureText = (failure: QueueFailure | null): string =>
+  failure === null ? '' : `${failure.check ?? 'a check'}${failure.conclusion === null ? '' : ` (${failure.conclusion})`}`;
+
+/** One history item in words (pure; holds untrusted text: the caller shows it inert). */
+export function describeQueueItem(item: QueueHistoryItem): string {
+  switch (item.kind) {
+    case 'enqueued':
+      return `queued for ${item.base} at ${shortSha(item.head)}`;
+    case 'candidate':
+      return `in candidate ${item.candidate} (${item.index} of ${item.size}) on ${item.base}, tip ${shortSha(item.tip)}`;
+    case 'checks':
+      return item.passed
+        ? `candidate ${item.candidate}: checks passed${item.reused ? ' (reused)' : ''}`
+        : `candidate ${item.candidate}: checks failed${item.failure === null ? '' : `: ${failureText(item.failure)}`}`;
+    case 'bisect':
+      return `bisecting ${item.suspects} suspects after ${failureText(item.failure)} failed`;
+    case 'flaky':
+      return `the failure of ${failureText(item.failure)} did not come back (flaky); nobody charged`;
+    case 'landed':
+      return `landed on ${item.base} as ${shortSha(item.commit)} (candidate ${item.candidate})`;
+    case 'removed':
+      return `removed from the merge queue of ${item.base}: ${item.code}: ${item.reason}`;
+    case 'ejected':
+      // The runner's reason names the check and its log already; they are added only when it does not.
+      return `ejected from the merge queue of ${item.base}: ${item.reason}${item.log === null || item.reason.includes(item.log) ? '' : ` (log ${item.log})`}`;
+  }
+}
+
+/** Where a change stands, in words: `merge queue (position N of M, base B)` and its candidate (pure). */
+export function describeQueueWait(base: string, position: number, of: number, paused: boolean, candidate: QueueCandidateView | null): string {
+  const where = `merge queue (position ${position} of ${of}, base ${base})`;
+  const pause = paused ? '; the queue is paused' : '';
+  const inCandidate = candidate === null ? '' : `; in candidate ${candidate.candidate}, checks ${candidate.checks}`;
+  return `${where}${pause}${inCandidate}`;
+}
+
+/** A stored event of a queue stream as the fold reads it, or null when it is not a valid queue event (pure). */
+export function parseQueueEvent(type: string, data: unknown): QueueEvent | null {
+  const schema = (QUEUE_EVENT_SCHEMAS as Record<string, (typeof QUEUE_EVENT_SCHEMAS)[QueueEventType] | undefined>)[type];
+  if (schema === undefined) return null;
+  const parsed = schema.safeParse(data);
+  return parsed.success ? ({ type, data: parsed.data } as QueueEvent) : null;
+}
+
+/** One change's place in its base's queue, its candidate and its queue history, as the CLI and the dashboard show them (pure). */
+export interface ChangeQueueView {
+  readonly base: string;
+  /** waiting: in line now; otherwise how it last left. */
+  readonly status: 'waiting' | QueueOutcome['kind'];
+  /** 1-based place in line and the line's length (null unless waiting). */
+  readonly position: number | null;
+  readonly of: number | null;
+  readonly paused: boolean;
+  readonly head: string;
+  /** The candidate it is in now (null: none built since it was queued, or it left). */
+  readonly candidate: QueueCandidateView | null;
+  readonly history: readonly QueueHistoryItem[];
+}
+
+/** The view of `change` in `state` given its history in that queue; null when it never was in this queue. */
+export function changeQueueView(state: QueueState, change: string, history: readonly QueueHistoryItem[]): ChangeQueueView | null {
+  const position = queuePosition(state, change);
+  const paused = state.paused !== null;
+  if (position.kind === 'waiting') {
+    return {
+      base: state.base,
+      status: 'waiting',
+      position: position.position,
+      of: position.of,
+      paused,
+      head: position.head,
+      candidate: queueCandidateOf(history),
+      history,
+    };
+  }
+  if (position.kind === 'left') {
+    return { base: state.base, status: position.outcome.kind, position: null, of: null, paused, head: position.outcome.head, candidate: null, history };
+  }
+  return null;
+}
+
+/**
+ * The queue's latest candidate while it matters (pure): built, not landed,
+ * and holding a change still waiting in `state`, with its checks; null
+ * otherwise.
+ */
+export interface QueueCandidateNow {
+  readonly candidate: string;
+  readonly changes: readonly string[];
+  readonly tip: string;
+  readonly at: string;
+  readonly checks: QueueCandidateView['checks'];
+  readonly failure: QueueFailure | null;
+}
+
+export function queueCandidateNow(state: Pick<QueueState, 'entries'>, events: readonly QueueEvent[]): QueueCandidateNow | null {
+  const step = (found: QueueCandidateNow | null, event: QueueEvent): QueueCandidateNow | null => {
+    if (event.type === 'queue-candidate') {
+      const { candidate, changes, tip, at } = event.data;
+      return { candidate, changes, tip, at, checks: 'running', failure: null };
+    }
+    if (found === null) return null;
+    if (event.type === 'queue-checked' && found.candidate === event.data.candidate) {
+      return { ...found, checks: event.data.passed ? 'passed' : 'failed', failure: event.data.failure };
+    }
+    if (event.type === 'queue-landed' && found.candidate === event.data.candidate) return null;
+    return found;
+  };
+  const latest = events.reduce<QueueCandidateNow | null>(step, null);
+  return latest !== null && latest.changes.some((change) => state.entries.some((entry) => entry.change === change)) ? latest : null;
 }

@@ -40,6 +40,11 @@ function decode(base: string, stored: StoredEvent): QueueEvent {
   return { type: stored.type, data: parsed.data } as QueueEvent;
 }
 
+/** Every event of a base's queue stream in order, each validated (`INVALID_STORED_VALUE` otherwise): what a reader outside the runner folds. */
+export async function readQueueEvents(events: Pick<EventStore, 'read'>, base: string): Promise<QueueEvent[]> {
+  return (await events.read(queueStream(base))).map((stored) => decode(base, stored));
+}
+
 /** Whether `owner` holds the queue's lease: the latest lease event is its own (pure). */
 export function queueLeaseLost(base: string, lease: QueueLease | null, owner: string): ProofgateError | null {
   if (lease !== null && lease.owner === owner) return null;

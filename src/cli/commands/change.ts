@@ -1,8 +1,14 @@
 import type { Command } from 'commander';
 import { ProofgateError } from '../../core/index.js';
 import { outcomeJson } from '../../automerge/loop/index.js';
+import { AUTOMERGE_NAMESPACE } from '../../automerge/loop/local.js';
+import { describeQueueItem, type ChangeQueueView } from '../../automerge/queue/queue.js';
+import { listedChanges, shownChange, type ListedChange, type ListedQueue, type ShownChange } from '../../automerge/queue/change-records.js';
+import type { EventStore } from '../../storage/ports.js';
+import { defaultStoragePolicy } from '../../storage/policy.js';
+import { createLocalRunStorage } from '../../storage/sqlite/index.js';
 import type { ChangeSnapshot, ForgeComment } from '../../forge/port.js';
-import { GitRepository, changeListEntry, defaultLocalDataDir, openLocalForge, type ChangeListEntry, type LocalForge } from '../../forge/local/index.js';
+import { GitRepository, defaultLocalDataDir, openLocalForge, type LocalForge } from '../../forge/local/index.js';
 import { resolveDataDir } from '../data-dir.js';
 import { AUTOMERGE_EXIT, renderOutcome, routeLocalComment, type RoutedComment } from './automerge.js';
 import { emit, setExitStatus, usageError } from '../io.js';
@@ -22,16 +28,52 @@ export function addLocalForgeOptions(command: Command): Command {
     .option('--data <dir>', 'state directory (default: $PROOFGATE_DATA_DIR, else .git/proofgate/ of the repository)');
 }
 
-/** Open the local forge for a command, run `action`, and always close the store. */
-export async function withLocalForge<T>(flags: LocalForgeFlags, action: (forge: LocalForge) => Promise<T>): Promise<T> {
+/** Open the local forge for a command, run `action` (with the data directory), and always close the store. */
+export async function withLocalForge<T>(flags: LocalForgeFlags, action: (forge: LocalForge, dataDir: string) => Promise<T>): Promise<T> {
   const repo = await GitRepository.open(flags.repo ?? process.cwd());
   const dataDir = resolveDataDir(flags.data, defaultLocalDataDir(repo));
   const opened = await openLocalForge({ repoDir: repo.root, dataDir });
   try {
-    return await action(opened.forge);
+    return await action(opened.forge, dataDir);
   } finally {
     await opened.close();
   }
+}
+
+/** `action` with the data directory's automerge store's events (the merge queue streams), opened for the call. */
+async function withQueueEvents<T>(dataDir: string, action: (events: EventStore) => Promise<T>): Promise<T> {
+  const storage = createLocalRunStorage({ directory: dataDir, namespace: AUTOMERGE_NAMESPACE, policy: defaultStoragePolicy });
+  try {
+    return await action(storage.eventStore);
+  } finally {
+    await storage.close();
+  }
+}
+
+/** The state column of `change list`: the state, and where a queued change waits. */
+function listState(state: string, queue: ListedQueue | null | undefined): string {
+  if (queue === null || queue === undefined) return state;
+  return `${state}, queued ${queue.position}/${queue.of} on ${untrustedText(queue.base)}${queue.paused ? ' (paused)' : ''}`;
+}
+
+/** The queue lines of `change show` (every text from the queue shown inert). */
+function renderQueue(view: ChangeQueueView): string[] {
+  const where =
+    view.status === 'waiting'
+      ? `position ${view.position ?? '?'} of ${view.of ?? '?'} in the merge queue of ${untrustedText(view.base)}${view.paused ? ' (paused)' : ''}, head ${short(view.head)}`
+      : `${view.status} (merge queue of ${untrustedText(view.base)}, head ${short(view.head)})`;
+  const candidate = view.candidate;
+  return [
+    `queue      ${where}`,
+    ...(candidate === null
+      ? []
+      : [
+          `  candidate ${untrustedText(candidate.candidate)} (${candidate.index} of ${candidate.size}), tip ${short(candidate.tip)}, checks ${candidate.checks}${
+            candidate.failure === null ? '' : `: ${untrustedText(candidate.failure.check ?? 'a check')}`
+          }`,
+        ]),
+    ...view.history.map((item) => `  ${untrustedText(item.at)} ${item.kind}: ${untrustedText(describeQueueItem(item))}`),
+  ];
 }
 
 const short = (sha: string): string => sha.slice(0, 12);
@@ -39,7 +81,7 @@ const short = (sha: string): string => sha.slice(0, 12);
 /** Each line of a comment body is shown after this, below its `[id] author at time:` line. */
 const COMMENT_BODY = { prefix: '    | ' } as const;
 
-function renderSnapshot(snapshot: ChangeSnapshot & { readonly author: { readonly permission: string } }): string {
+function renderSnapshot(snapshot: ChangeSnapshot & { readonly author: { readonly permission: string }; readonly queue?: ChangeQueueView | null }): string {
   const lines = [
     `change ${snapshot.id}: ${untrustedText(snapshot.title)}`,
     `state      ${snapshot.state}${snapshot.mergeCommitSha === null ? '' : ` (merge commit ${snapshot.mergeCommitSha})`}`,
@@ -50,6 +92,7 @@ function renderSnapshot(snapshot: ChangeSnapshot & { readonly author: { readonly
     `labels     ${snapshot.labels.length === 0 ? '-' : snapshot.labels.map((label) => untrustedText(label)).join(', ')}`,
     `checks     ${snapshot.checks.length === 0 ? '-' : ''}`,
     ...snapshot.checks.map((check) => `  ${untrustedText(check.name)}: ${check.status}${check.conclusion === null ? '' : ` ${check.conclusion}`}`),
+    ...(snapshot.queue === undefined || snapshot.queue === null ? [] : renderQueue(snapshot.queue)),
     `comments   ${snapshot.comments.length === 0 ? '-' : ''}`,
     ...snapshot.comments.flatMap((comment) => [
       `  [${untrustedText(comment.id)}] ${untrustedText(comment.author)} at ${untrustedText(comment.updatedAt)}:`,
@@ -130,16 +173,19 @@ export function registerChangeCommands(program: Command): void {
   ).action(async (flags: LocalForgeFlags & { state: string }) => {
     if (!(STATES as readonly string[]).includes(flags.state)) throw usageError(`--state must be one of ${STATES.join(', ')}`);
     const remote = remoteTarget();
-    const all =
+    const all: ListedChange[] =
       remote !== null
-        ? (await remoteCall<{ changes: ChangeListEntry[] }>(remote, 'GET', '/api/change-records')).changes
-        : (await withLocalForge(flags, (forge) => forge.listChanges())).map(changeListEntry);
+        ? (await remoteCall<{ changes: ListedChange[] }>(remote, 'GET', '/api/change-records')).changes
+        : await withLocalForge(flags, (forge, dataDir) => withQueueEvents(dataDir, (events) => listedChanges(forge, events)));
     const entries = all.filter((entry) => flags.state === 'all' || entry.state === flags.state);
     await emit(Boolean(flags.json), entries, () =>
       entries.length === 0
         ? 'no changes'
         : entries
-            .map((entry) => `${entry.id}\t${entry.state}\t${untrustedText(entry.head)} -> ${untrustedText(entry.base)}\t${untrustedText(entry.title)}`)
+            .map(
+              (entry) =>
+                `${entry.id}\t${listState(entry.state, entry.queue)}\t${untrustedText(entry.head)} -> ${untrustedText(entry.base)}\t${untrustedText(entry.title)}`,
+            )
             .join('\n'),
     );
   });
@@ -147,20 +193,16 @@ export function registerChangeCommands(program: Command): void {
   addLocalForgeOptions(
     change
       .command('show')
-      .description('show a change: refs, mergeability, labels, the checks of the current head, comments')
+      .description('show a change: refs, mergeability, labels, the checks of the current head, its merge queue (place, candidate, history), comments')
       .argument('<id>', 'change id')
       .option('--json', 'print the snapshot as JSON'),
   ).action(async (id: string, flags: LocalForgeFlags) => {
     // The author's permission is shown beside the snapshot (asked of the forge: a snapshot does not carry it).
     const remote = remoteTarget();
-    type Shown = ChangeSnapshot & { readonly author: { readonly login: string; readonly permission: string } };
-    const snapshot: Shown =
+    const snapshot: ShownChange =
       remote !== null
-        ? (await remoteCall<{ change: Shown }>(remote, 'GET', `/api/change-records/${changeIdPath(id)}`)).change
-        : await withLocalForge(flags, async (forge) => {
-            const read = await forge.snapshot(id);
-            return { ...read, author: { ...read.author, permission: await forge.permission(read.author.login) } };
-          });
+        ? (await remoteCall<{ change: ShownChange }>(remote, 'GET', `/api/change-records/${changeIdPath(id)}`)).change
+        : await withLocalForge(flags, (forge, dataDir) => withQueueEvents(dataDir, (events) => shownChange(forge, events, id)));
     await emit(Boolean(flags.json), snapshot, () => renderSnapshot(snapshot));
   });
 

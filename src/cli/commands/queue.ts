@@ -1,7 +1,8 @@
 /**
  * `proofgate queue show|pause|resume [--base B]`: a protected base's merge
  * queue on the local forge (src/automerge/queue/). `show` lists the waiting
- * changes in order, the lease holder, the last outcomes and counts; `pause`
+ * changes in order, the lease holder, the candidate being checked (its
+ * checks), the last outcomes and counts; `pause`
  * and `resume` (a maintainer: admin or maintain under the trusted config)
  * stop and restart its candidates. A paused queue keeps its changes; their
  * processes wait.
@@ -10,8 +11,8 @@ import type { Command } from 'commander';
 import { ProofgateError } from '../../core/index.js';
 import { protectedBranchNames } from '../../contracts/repo-config.js';
 import { AUTOMERGE_NAMESPACE } from '../../automerge/loop/local.js';
-import { queuePosition, type QueueState } from '../../automerge/queue/queue.js';
-import { QueueStore } from '../../automerge/queue/store.js';
+import { foldQueue, queueCandidateNow, queuePosition, type QueueCandidateNow, type QueueState } from '../../automerge/queue/queue.js';
+import { QueueStore, readQueueEvents } from '../../automerge/queue/store.js';
 import { GitRepository, defaultLocalDataDir, type LocalForge } from '../../forge/local/index.js';
 import { defaultStoragePolicy } from '../../storage/policy.js';
 import { createLocalRunStorage } from '../../storage/sqlite/index.js';
@@ -52,12 +53,13 @@ async function withQueues<T>(flags: QueueFlags, action: (forge: LocalForge, queu
   });
 }
 
-/** What `show --json` prints. */
-export function queueView(state: QueueState) {
+/** What `show --json` prints (`candidate`: the latest candidate not landed, with its checks; null when none). */
+export function queueView(state: QueueState, candidate: QueueCandidateNow | null = null) {
   return {
     base: state.base,
     paused: state.paused,
     lease: state.lease,
+    candidate,
     waiting: state.entries.map((entry) => {
       const position = queuePosition(state, entry.change);
       return {
@@ -83,6 +85,13 @@ function humanView(view: ReturnType<typeof queueView>): string {
   lines.push(`waiting      ${view.waiting.length}`);
   for (const entry of view.waiting)
     lines.push(`  ${entry.position ?? '?'}. change ${untrustedText(entry.change)} at ${entry.head.slice(0, 12)}  ${untrustedText(entry.title)}`);
+  const candidate = view.candidate;
+  if (candidate !== null)
+    lines.push(
+      `candidate    ${untrustedText(candidate.candidate)} (${candidate.changes.map((id) => untrustedText(id)).join(', ')}), tip ${candidate.tip.slice(0, 12)}, checks ${candidate.checks}${
+        candidate.failure === null ? '' : `: ${untrustedText(candidate.failure.check ?? 'a check')}`
+      }`,
+    );
   if (view.suspects !== null)
     lines.push(
       `bisecting    ${view.suspects.changes.map((id) => untrustedText(id)).join(', ')} (${untrustedText(view.suspects.failure.check ?? 'checks')} failed)`,
@@ -117,10 +126,17 @@ export function registerQueueCommands(program: Command): void {
   const withBase = (command: Command): Command =>
     addLocalForgeOptions(command.option('--base <branch>', 'the protected base (default: the trusted branch)').option('--json', 'print JSON'));
 
-  withBase(queue.command('show').description('the waiting changes in order, the runner, the last outcomes')).action(async (flags: QueueFlags) => {
-    const view = await withQueues(flags, async (_forge, queues, base) => queueView(await queues.load(base)));
-    await emit(Boolean(flags.json), view, () => humanView(view));
-  });
+  withBase(queue.command('show').description('the waiting changes in order, the runner, the candidate and its checks, the last outcomes')).action(
+    async (flags: QueueFlags) => {
+      const view = await withQueues(flags, async (_forge, queues, base) => {
+        // One read of the stream: the fold and the candidate from the same events.
+        const events = await readQueueEvents(queues.events, base);
+        const state = foldQueue(base, events);
+        return queueView(state, queueCandidateNow(state, events));
+      });
+      await emit(Boolean(flags.json), view, () => humanView(view));
+    },
+  );
 
   for (const action of ['pause', 'resume'] as const) {
     withBase(

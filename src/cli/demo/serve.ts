@@ -6,9 +6,9 @@
 import { rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { ProofgateError } from '../../core/index.js';
-import pino from 'pino';
 import { startLocalService } from '../../service/index.js';
 import { usageError } from '../io.js';
+import { stderrLogger } from '../../host/index.js';
 
 /** `--port`: an integer from 0 to 65535 (0: a free port). Pure. */
 export function demoPortFrom(text: string | undefined): number {
@@ -43,7 +43,7 @@ export interface DemoServeOptions {
 
 /** Serve the demo's repository until a signal; a second signal interrupts running jobs at once. */
 export async function serveDemo(options: DemoServeOptions): Promise<void> {
-  const logger = pino({ name: 'proofgate', level: 'warn', base: { pid: process.pid } }, pino.destination({ fd: 2, sync: true }));
+  const logger = stderrLogger({ level: 'warn' });
   try {
     const service = await startLocalService({ repoDir: options.repoDir, dataDir: options.dataDir, host: '127.0.0.1', port: options.port, http: true, logger });
     let signals = 0;

@@ -1,13 +1,15 @@
 /**
  * What the dashboard shows of one change, as pure functions: its row (the
  * stage by `changeStage`, the reason, the head), its timeline (forge events,
- * commands, ledger outcomes and steps, oldest first), the verdicts and
+ * commands, ledger outcomes and steps, merge queue events, oldest first),
+ * where it stands in its base's merge queue, the verdicts and
  * checks of each head, and its reviews' spans. The projection
  * (src/service/projection.ts) stores what these return.
  */
 import { parseCommands } from '../../automerge/commands.js';
 import { automergeActive, type AutomergeLedgerState } from '../../automerge/ledger.js';
 import type { LoadedLedger, StepEvent } from '../../automerge/loop/ledger-store.js';
+import { describeQueueItem, type ChangeQueueView, type QueueHistoryItem } from '../../automerge/queue/queue.js';
 import { changeStage, type ChangeStage } from '../../automerge/stage.js';
 import type { ChangeRecord } from '../../forge/local/records.js';
 import type { ForgeCheck } from '../../forge/port.js';
@@ -87,7 +89,8 @@ export type TimelineKind =
   | 'merge-failed'
   | 'merged'
   | 'closed'
-  | 'job';
+  | 'job'
+  | 'queue';
 
 /** One entry of a change's timeline. */
 export interface TimelineItem {
@@ -102,7 +105,14 @@ export interface TimelineItem {
   readonly bindings?: VerdictBindings | null;
   readonly commit?: string;
   readonly conclusion?: string;
+  /** A `queue` entry's event: enqueued, candidate, checks, bisect, flaky, landed, removed, ejected. */
+  readonly queueEvent?: QueueHistoryItem['kind'];
+  /** The merge queue candidate a `queue` entry names. */
+  readonly candidate?: string;
 }
+
+/** Where a change stands in its base's merge queue, as the change page shows it (`ChangeQueueView` without the history, which is in the timeline). */
+export type QueueSummary = Omit<ChangeQueueView, 'history'>;
 
 /** The verdicts and checks of one head. */
 export interface HeadRecord {
@@ -125,6 +135,8 @@ export interface ProjectedChange {
   readonly timeline: readonly TimelineItem[];
   readonly heads: readonly HeadRecord[];
   readonly reviews: readonly ReviewSpan[];
+  /** The change in its base's merge queue (null: never queued there). */
+  readonly queue: QueueSummary | null;
 }
 
 /** What `projectChange` reads (plain data). */
@@ -140,6 +152,10 @@ export interface ChangeFacts {
   readonly checks: readonly ForgeCheck[];
   /** Bindings of the change's trusted verdict markers, by review id. */
   readonly bindings: ReadonlyMap<string, VerdictBindings>;
+  /** The change in its base's merge queue (null or absent: never queued there). */
+  readonly queue?: ChangeQueueView | null;
+  /** What happened to the change in merge queues (of any base it had), oldest first. */
+  readonly queueHistory?: readonly QueueHistoryItem[];
 }
 
 const short = (sha: unknown): string => (typeof sha === 'string' ? sha.slice(0, 12) : '?');
@@ -302,6 +318,26 @@ function forgeItems(facts: ChangeFacts, refusals: ReadonlyMap<string, string>, s
   return items;
 }
 
+/** A merge queue event of the change as a timeline entry. Pure. */
+export function queueItem(item: QueueHistoryItem): TimelineItem {
+  const base = { at: item.at, kind: 'queue' as const, text: describeQueueItem(item), queueEvent: item.kind };
+  switch (item.kind) {
+    case 'enqueued':
+    case 'removed':
+      return { ...base, head: item.head };
+    case 'ejected':
+      return { ...base, head: item.head, conclusion: 'failure' };
+    case 'candidate':
+      return { ...base, candidate: item.candidate, commit: item.tip };
+    case 'checks':
+      return { ...base, candidate: item.candidate, conclusion: item.passed ? 'success' : 'failure' };
+    case 'landed':
+      return { ...base, head: item.head, commit: item.commit, candidate: item.candidate };
+    default:
+      return base;
+  }
+}
+
 /** The newest `count` items, oldest first (stable: equal times keep their order). */
 function newest(items: readonly TimelineItem[], count: number): TimelineItem[] {
   const ordered = items.map((item, index) => ({ item, index, t: timeOf(item.at) })).sort((a, b) => a.t - b.t || a.index - b.index);
@@ -319,6 +355,7 @@ export function projectChange(facts: ChangeFacts): ProjectedChange {
     automergeOn,
     ledger: state,
     steps,
+    queue: facts.queue ?? null,
   });
   const refusals = refusalsOf(steps);
   const shown = new Set<string>();
@@ -328,7 +365,7 @@ export function projectChange(facts: ChangeFacts): ProjectedChange {
     .filter((step) => !(step.step === 'command-refused' && shown.has(`${str(step.comment) ?? ''}\n${str(step.command) ?? ''}`)))
     .map((step) => stepItem(step, facts.bindings))
     .filter((item): item is TimelineItem => item !== null);
-  const all = [...fromForge, ...ledgerItems(state), ...stepItems];
+  const all = [...fromForge, ...ledgerItems(state), ...stepItems, ...(facts.queueHistory ?? []).map(queueItem)];
   // Stable: equal times keep the order above (forge, ledger, steps; each in its own order).
   const timeline = newest(all, MAX_TIMELINE).map(bounded);
 
@@ -396,5 +433,10 @@ export function projectChange(facts: ChangeFacts): ProjectedChange {
     mergedAt,
     mergeCommit: state.merged?.mergeCommit ?? record.merge?.mergeCommitSha ?? null,
   };
-  return { row, timeline, heads: [...heads].map(([head, entry]) => ({ head, ...entry })), reviews };
+  let queue: QueueSummary | null = null;
+  if (facts.queue != null) {
+    const { history: _history, ...summary } = facts.queue;
+    queue = summary;
+  }
+  return { row, timeline, heads: [...heads].map(([head, entry]) => ({ head, ...entry })), reviews, queue };
 }

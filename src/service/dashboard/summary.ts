@@ -3,8 +3,8 @@
  * projection's rows.
  */
 import { ProofgateError } from '../../core/index.js';
+import type { QueueState } from '../../automerge/queue/queue.js';
 import { isChangeStage, type ChangeStage } from '../../automerge/stage.js';
-import type { ChangeRow } from './change-view.js';
 
 /** Largest page of a list. */
 export const MAX_PAGE = 1000;
@@ -28,7 +28,7 @@ export interface Summary {
   readonly mergeLeadTime: { readonly day: number[]; readonly p50: number[]; readonly p90: number[]; readonly count: number[] };
   /** Each finished review: when it finished and how long it took (seconds). */
   readonly reviewDuration: { readonly at: number[]; readonly seconds: number[] };
-  /** Changes in the merge queue over time. */
+  /** Changes waiting in the merge queues (every base, in total) over time: a sample at each queue event that moved the total. */
   readonly queueDepth: { readonly at: number[]; readonly depth: number[] };
   /** Changes by stage now. */
   readonly stages: Readonly<Record<ChangeStage, number>>;
@@ -73,9 +73,11 @@ export function summarize(
   };
 }
 
-/** Whether a row is in the merge queue: open, automerge on, and not blocked. Pure. */
-export function inQueue(row: Pick<ChangeRow, 'state' | 'automergeOn' | 'stage'>): boolean {
-  return row.state === 'open' && row.automergeOn && row.stage !== 'blocked' && row.stage !== 'merged' && row.stage !== 'closed';
+/** The merge queue depth: the changes waiting in the queues of every base (their folds), in total. Pure. */
+export function mergeQueueDepth(queues: Iterable<Pick<QueueState, 'entries'>>): number {
+  let depth = 0;
+  for (const queue of queues) depth += queue.entries.length;
+  return depth;
 }
 
 /** A list query, checked: a bad value is one `INVALID_INPUT` error. Pure. */

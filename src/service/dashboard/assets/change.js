@@ -1,4 +1,4 @@
-// A change's page: its stage, its timeline in order, the verdicts per head and what each was bound to.
+// A change's page: its stage, its place in the merge queue, its timeline in order, the verdicts per head and what each was bound to.
 import { el, fill, short, text, when } from './dom.js';
 
 function bindings(binding) {
@@ -20,7 +20,7 @@ function bindings(binding) {
 function entry(item) {
   return el(
     'li',
-    { class: `event kind-${item.kind}`, 'data-kind': item.kind },
+    { class: `event kind-${item.kind}`, 'data-kind': item.kind, 'data-queue-event': item.queueEvent },
     el('time', { datetime: item.at }, when(item.at)),
     el('span', { class: 'kind' }, item.kind),
     el(
@@ -68,7 +68,36 @@ function head(record) {
   );
 }
 
-export function renderChange(root, { change, timeline, heads }) {
+/** Where the change stands in its base's merge queue (null: never queued there). */
+function queueSection(queue) {
+  if (!queue) return null;
+  const place =
+    queue.status === 'waiting'
+      ? ['Position ', el('strong', { 'data-queue-position': '' }, `${queue.position} of ${queue.of}`), ' in the merge queue of ', text(queue.base, 'branch')]
+      : ['Left the merge queue of ', text(queue.base, 'branch'), ': ', el('strong', { 'data-queue-status': '' }, queue.status)];
+  const candidate = queue.candidate
+    ? el(
+        'p',
+        { 'data-queue-candidate': queue.candidate.candidate },
+        'In candidate ',
+        el('code', {}, text(queue.candidate.candidate)),
+        ` (${queue.candidate.index} of ${queue.candidate.size}), tip `,
+        el('code', {}, short(queue.candidate.tip)),
+        ' · checks ',
+        el('span', { class: `conclusion c-${queue.candidate.checks}`, 'data-candidate-checks': '' }, queue.candidate.checks),
+        queue.candidate.failure ? [': ', text(queue.candidate.failure.check ?? 'a check')] : null,
+      )
+    : null;
+  return el(
+    'section',
+    { class: 'queue', 'data-queue': queue.status },
+    el('h2', {}, 'Merge queue'),
+    el('p', {}, ...place, queue.paused ? ' (the queue is paused)' : '', ' · head ', el('code', {}, short(queue.head))),
+    candidate,
+  );
+}
+
+export function renderChange(root, { change, timeline, heads, queue }) {
   const reason =
     change.stage === 'blocked'
       ? el('p', { class: 'why blocked', 'data-why': '' }, 'Blocked: ', text(change.stageDetail ?? 'no reason recorded'))
@@ -97,6 +126,7 @@ export function renderChange(root, { change, timeline, heads }) {
         change.mergeCommit ? el('span', {}, ' · merge commit ', el('code', { 'data-merge-commit': '' }, change.mergeCommit)) : null,
       ),
       reason,
+      queueSection(queue),
       el('h2', {}, 'Timeline'),
       el('ol', { class: 'timeline' }, timeline.map(entry)),
       el('h2', {}, 'Heads'),

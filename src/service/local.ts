@@ -19,6 +19,9 @@
  *   and no job running here are started again.
  * - At start, command comments that no process has applied yet are routed,
  *   and changes whose automerge is on and not merged are started again.
+ * - A merge queue that no process runs (the process of the change first in
+ *   line was killed after this service's job of it ended as held elsewhere):
+ *   the first waiting change's job is started, and it runs the queue.
  * - HTTP (unless turned off): `/healthz`, `/readyz`, ready while the store
  *   answers and the service is not stopping, and `/metrics` (Prometheus
  *   text: reviews, repairs and merges of this process's loops, the loops
@@ -45,6 +48,9 @@ import { ProofgateError, errorMessage, type Clock } from '../core/index.js';
 import { automergeActive, ledgerKey } from '../automerge/ledger.js';
 import { parseCommands } from '../automerge/commands.js';
 import { openLocalAutomerge, type ChangeJobsOptions, type JobResult, type LocalAutomerge, type WaitSettings } from '../automerge/loop/index.js';
+import { leaseHolderGone } from '../automerge/loop/job.js';
+import { unattendedQueueHead } from '../automerge/queue/queue.js';
+import { QueueStore } from '../automerge/queue/store.js';
 import { ZERO_OID, openLocalForge, type ChangeRecord, type LocalForge } from '../forge/local/index.js';
 import type { ForgeComment } from '../forge/port.js';
 import { createServiceServer, type Answer, type ApiCaller, type ServiceApi, type ServiceServer } from './http.js';
@@ -380,6 +386,34 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
       }
     })();
 
+    // A change waits in its base's merge queue while some process runs the queue. When none does (the change's
+    // own process was killed, and the job here ended because that process held the change then), the first
+    // waiting change's job is started here, and it runs the queue. Seen on two polls in a row, so a process
+    // about to take the lease is left to it.
+    const queues = new QueueStore(am.env.store.events);
+    const queueWatch = (async () => {
+      let seen = new Set<string>();
+      while (!work.signal.aborted) {
+        await pause(pollMs, work.signal);
+        if (work.signal.aborted) return;
+        try {
+          const open = (await forge.store.listChanges()).filter((entry) => entry.state === 'open');
+          const now = new Set<string>();
+          for (const base of new Set(open.map((entry) => entry.baseRef))) {
+            const head = unattendedQueueHead(await queues.load(base), Date.now(), leaseHolderGone);
+            if (head === null || am.jobs.active(head)) continue;
+            now.add(head);
+            if (!seen.has(head)) continue;
+            logger.info({ changeId: head, base }, 'merge queue unattended: its first change runs it');
+            await restartIfDue(head);
+          }
+          seen = now;
+        } catch (error) {
+          if (!work.signal.aborted) logger.warn({ err: errorMessage(error) }, 'merge queue watch failed');
+        }
+      }
+    })();
+
     logger.info({ repo: forge.repo.root, dataDir: opened.dataDir, http: server?.url ?? null, pollMs }, 'serving');
 
     const listening = server;
@@ -407,6 +441,7 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
       logger.info({ graceMs, runningJobs: am.jobs.running().length }, 'stopping: no new work');
       work.abort();
       await refWatch.catch(() => undefined);
+      await queueWatch.catch(() => undefined);
       await projectionWatch.catch(() => undefined);
       let timer: NodeJS.Timeout | undefined;
       const grace = new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)));

@@ -2,7 +2,9 @@
  * `proofgate serve --repo DIR` as a real process (the built CLI) on a real
  * temporary git repository: comments posted by other processes are routed
  * once, ref moves made outside proofgate wake a change, SIGTERM ends the
- * process with exit 0, and two services on one repository merge a change once.
+ * process with exit 0, two services on one repository merge a change once,
+ * and a change whose process was killed while it waited in the merge queue
+ * lands through the service.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,7 +17,7 @@ import { parseRefList, refMoves, refWakes } from '../../src/service/index.js';
 import { CLI, runCliAsync } from '../cli/helpers.js';
 import { makeSeededRepo, type TempRepo } from '../forge/git-fixture.js';
 import { CHECK_SCRIPT, MAINTAINER, repoConfig } from '../automerge/loop/local-support.js';
-import { startTestProcess } from '../support/processes.js';
+import { startTestProcess, stopTestProcess } from '../support/processes.js';
 import { until, within } from '../support/wait.js';
 
 const cleanups: Array<() => void> = [];
@@ -240,6 +242,34 @@ describe('proofgate serve --repo (built CLI)', { timeout: 240_000 }, () => {
     // No control character other than the line feeds between lines reaches the log.
     expect([...raw].filter((char) => char !== '\n' && (char.codePointAt(0) ?? 0) < 0x20)).toEqual([]);
     for (const line of raw.trimEnd().split('\n')) expect(() => JSON.parse(line) as unknown).not.toThrow();
+  });
+
+  it('a change whose own process was killed while it waited in the merge queue lands through serve, with nobody asked', async () => {
+    const { repo, data, base } = await repoWithChange();
+    const at = ['--repo', repo.dir, '--data', data];
+    expect((await runCliAsync(['queue', 'pause', '--as', MAINTAINER, ...at])).status).toBe(0);
+    // `proofgate automerge 1` in a process of its own: change 1 is queued and its process waits, the queue being paused.
+    const waiting = startTestProcess(process.execPath, [CLI, 'automerge', '1', ...at], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let progress = '';
+    waiting.stderr?.on('data', (chunk: Buffer) => (progress += chunk.toString('utf8')));
+    await until(() => progress.includes('in the merge queue of main'), 'change 1 waits in the paused queue');
+    // serve, started now, finds change 1's automerge on: its job of it ends at once, that process holding the change.
+    const served = await serve(repo, data);
+    expect(await served.waitFor((line) => line.msg === 'job ended' && line.changeId === '1', 'serve leaves change 1 to its process')).toMatchObject({
+      outcome: 'held-elsewhere',
+    });
+    await stopTestProcess(waiting);
+    expect(waiting.signalCode).toBe('SIGKILL');
+    // Its process is gone: resuming the queue is all that happens.
+    expect((await runCliAsync(['queue', 'resume', '--as', MAINTAINER, ...at])).status).toBe(0);
+    const merged = await served.waitFor(
+      (line) => line.msg === 'job ended' && line.changeId === '1' && line.outcome !== 'held-elsewhere',
+      'serve runs the queue and change 1 lands',
+    );
+    expect(merged.outcome).toBe('merged');
+    expect(served.lines.filter((line) => line.msg === 'merge queue unattended: its first change runs it').map((line) => line.changeId)).toEqual(['1']);
+    expect(merges(repo, base)).toBe(1);
+    expect(await served.terminate()).toBe(0);
   });
 
   it('two services on one repository: both route the comment, the change merges once', async () => {

@@ -158,6 +158,20 @@ export function queuePosition(state: QueueState, change: string): QueuePosition 
 }
 
 /**
+ * The change whose loop should run the queue because nobody runs it (pure):
+ * the first waiting change, while the queue is not paused and its lease is
+ * free (none, released, run out at `nowMs`, or held by an owner
+ * `holderGone` says is dead). Null when the queue is empty, paused or run.
+ */
+export function unattendedQueueHead(state: QueueState, nowMs: number, holderGone: (lease: QueueLease) => boolean): string | null {
+  const first = state.entries[0];
+  if (first === undefined || state.paused !== null) return null;
+  const lease = state.lease;
+  const held = lease !== null && !lease.released && Date.parse(lease.until) > nowMs && !holderGone(lease);
+  return held ? null : first.change;
+}
+
+/**
  * The changes of the next candidate, in queue order (pure), or null when
  * there is nothing to build (empty or paused). While a failed candidate is
  * being bisected, the batch is the first half of the changes still under

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { foldQueue, initialQueue, nextBatch, queuePosition, type QueueEvent } from '../../../src/automerge/queue/queue.js';
+import { foldQueue, initialQueue, nextBatch, queuePosition, unattendedQueueHead, type QueueEvent } from '../../../src/automerge/queue/queue.js';
 import { queuedReason, queueSettings } from '../../../src/automerge/queue/step.js';
 import { unapprovedTrusted } from '../../../src/automerge/queue/runner.js';
 import { emptyRepoConfig, parseRepoConfig } from '../../../src/contracts/repo-config.js';
@@ -119,6 +119,30 @@ describe('nextBatch (pure)', () => {
 
   it('an initial queue is empty and unpaused', () => {
     expect(initialQueue('main')).toMatchObject({ base: 'main', revision: 0, entries: [], paused: null, suspects: null });
+  });
+});
+
+describe('unattendedQueueHead (pure): who should run a queue nobody runs', () => {
+  const now = Date.parse(at);
+  const lease = (owner: string, until: number, released = false): QueueEvent => ({
+    type: 'queue-lease',
+    data: { owner, until: new Date(until).toISOString(), released },
+  });
+  const alive = (): boolean => false;
+  it.each([
+    { name: 'an empty queue: nobody', events: [] as QueueEvent[], head: null },
+    { name: 'waiting, never leased: the first in line', events: [enq('1'), enq('2')], head: '1' },
+    { name: 'a live lease: the holder runs it', events: [enq('1'), enq('2'), lease('h:1:x', now + 10_000)], head: null },
+    { name: 'a released lease: the first in line', events: [enq('1'), lease('h:1:x', now + 10_000, true)], head: '1' },
+    { name: 'a lease run out: the first in line', events: [enq('1'), lease('h:1:x', now - 1)], head: '1' },
+    { name: 'paused: nobody', events: [enq('1'), { type: 'queue-paused', data: { by: 'm', at } }] as QueueEvent[], head: null },
+  ])('$name', ({ events, head }) => {
+    expect(unattendedQueueHead(fold(...events), now, alive)).toBe(head);
+  });
+
+  it('a live lease whose holder is gone (a killed process of this host): the first in line', () => {
+    const state = fold(enq('3'), lease('h:42:x', now + 10_000));
+    expect(unattendedQueueHead(state, now, (held) => held.owner === 'h:42:x')).toBe('3');
   });
 });
 

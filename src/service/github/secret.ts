@@ -12,22 +12,13 @@
 import type pg from 'pg';
 import { ProofgateError, errorMessage, randomHex } from '../../core/index.js';
 import { SERVICE_SECRET_TABLE, migratePostgres } from '../../storage/postgres/schema.js';
+import { inTransaction } from '../../storage/postgres/transaction.js';
 
 export { SERVICE_SECRET_TABLE as SECRET_TABLE } from '../../storage/postgres/schema.js';
 
 /** Create or migrate proofgate's tables in one transaction, under the schema lock (a no-op on a database at this build's version). */
 async function migrated(pool: pg.Pool): Promise<void> {
-  const client = await pool.connect();
-  try {
-    await client.query('BEGIN');
-    await migratePostgres(client);
-    await client.query('COMMIT');
-  } catch (error) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw error;
-  } finally {
-    client.release();
-  }
+  await inTransaction(await pool.connect(), (client) => migratePostgres(client));
 }
 
 export async function loadOrCreatePostgresSecret(pool: pg.Pool): Promise<Uint8Array> {

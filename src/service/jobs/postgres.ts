@@ -32,7 +32,7 @@ import { hostname } from 'node:os';
 import type pg from 'pg';
 import type { JobHelpers, Logger, TaskList, WorkerEvents, WorkerPool } from 'graphile-worker';
 import { ProofgateError, errorMessage, lazyModule, type JsonValue } from '../../core/index.js';
-import { loadPg } from '../../storage/postgres/index.js';
+import { inTransaction, loadPg } from '../../storage/postgres/index.js';
 import {
   abortAfterGrace,
   stopOnce,
@@ -220,31 +220,28 @@ export async function createPostgresJobQueue(options: PostgresJobQueueOptions): 
         throw databaseFailure(error);
       }
       try {
-        await client.query('BEGIN');
-        // One add per key at a time; the waiting job (if any) is locked so no worker takes it meanwhile.
-        await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`proofgate_jobs:key:${schema}:${checked.key}`]);
-        const waiting = await client.query<{ run_at: Date }>(
-          `SELECT run_at FROM ${s}._private_jobs WHERE key = $1 AND locked_at IS NULL AND attempts < max_attempts FOR UPDATE`,
-          [checked.key],
-        );
-        await client.query(
-          `SELECT ${s}.add_job($1::text, $2::json, $3::text, least($4::timestamptz, coalesce($5::timestamptz, now())), $6::integer, $7::text, 0, NULL, 'replace')`,
-          [
-            checked.task,
-            storedPayloadText(checked.key, checked.queue, checked.payloadText),
-            checked.queue,
-            waiting.rows[0]?.run_at ?? null,
-            checked.runAt ?? null,
-            checked.maxAttempts,
-            checked.key,
-          ],
-        );
-        await client.query('COMMIT');
+        await inTransaction(client, async () => {
+          // One add per key at a time; the waiting job (if any) is locked so no worker takes it meanwhile.
+          await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`proofgate_jobs:key:${schema}:${checked.key}`]);
+          const waiting = await client.query<{ run_at: Date }>(
+            `SELECT run_at FROM ${s}._private_jobs WHERE key = $1 AND locked_at IS NULL AND attempts < max_attempts FOR UPDATE`,
+            [checked.key],
+          );
+          await client.query(
+            `SELECT ${s}.add_job($1::text, $2::json, $3::text, least($4::timestamptz, coalesce($5::timestamptz, now())), $6::integer, $7::text, 0, NULL, 'replace')`,
+            [
+              checked.task,
+              storedPayloadText(checked.key, checked.queue, checked.payloadText),
+              checked.queue,
+              waiting.rows[0]?.run_at ?? null,
+              checked.runAt ?? null,
+              checked.maxAttempts,
+              checked.key,
+            ],
+          );
+        });
       } catch (error) {
-        await client.query('ROLLBACK').catch(() => undefined);
         throw databaseFailure(error);
-      } finally {
-        client.release();
       }
     },
     async run(runOptions: JobRunnerOptions): Promise<JobRunner> {

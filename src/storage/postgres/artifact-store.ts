@@ -2,6 +2,7 @@ import type { Pool } from 'pg';
 import { ProofgateError, type Clock, type Sha256Digest } from '../../core/index.js';
 import { refDigest, refuseOtherArtifactMeta, verifyArtifactBytes, type WriteGuard } from '../guard.js';
 import type { ArtifactMeta, ArtifactRef, ArtifactScope, ArtifactStore } from '../ports.js';
+import { inTransaction } from './transaction.js';
 
 /** The PostgreSQL artifact store of one namespace. `live()` throws CLOSED once the storage is closed. */
 export function createPostgresArtifactStore(pool: Pool, guard: WriteGuard, clock: Clock, live: () => void): ArtifactStore {
@@ -19,9 +20,7 @@ export function createPostgresArtifactStore(pool: Pool, guard: WriteGuard, clock
     async write(scope: ArtifactScope, bytes: Uint8Array, meta: ArtifactMeta): Promise<ArtifactRef> {
       live();
       const { runId, bytes: copy, ref } = guard.prepareArtifact(scope, bytes, meta);
-      const client = await pool.connect();
-      try {
-        await client.query('BEGIN');
+      return inTransaction(await pool.connect(), async (client) => {
         // One writer per run at a time, so the quota check and the insert see the same total.
         await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`proofgate-artifacts\u0001${namespace}\u0001${runId}`]);
         const found = await client.query<{ media_type: string; purpose: string }>(
@@ -42,14 +41,8 @@ export function createPostgresArtifactStore(pool: Pool, guard: WriteGuard, clock
             [namespace, runId, ref.digest, ref.byteLength, ref.mediaType, ref.purpose, copy, clock.now().toISOString()],
           );
         }
-        await client.query('COMMIT');
         return ref;
-      } catch (error) {
-        await client.query('ROLLBACK').catch(() => undefined);
-        throw error;
-      } finally {
-        client.release();
-      }
+      });
     },
 
     async read(scope: ArtifactScope, ref: Pick<ArtifactRef, 'digest'> | Sha256Digest): Promise<Uint8Array> {

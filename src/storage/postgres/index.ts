@@ -5,6 +5,9 @@ import { checkStoredNamespace, closedError, planOpen, type StoredNamespace } fro
 import { createPostgresArtifactStore } from './artifact-store.js';
 import { createPostgresEventStore } from './event-store.js';
 import { migratePostgres } from './schema.js';
+import { inTransaction } from './transaction.js';
+
+export { inTransaction } from './transaction.js';
 
 export { POSTGRES_SCHEMA_VERSION } from './schema.js';
 
@@ -33,8 +36,7 @@ async function openSchemaAndNamespace(pool: pg.Pool, record: StorageRecord, now:
   } catch (error) {
     throw new ProofgateError('IO', `cannot connect to PostgreSQL: ${errorMessage(error)}`, undefined, { cause: error });
   }
-  try {
-    await client.query('BEGIN');
+  await inTransaction(client, async () => {
     await migratePostgres(client);
     const stored = (
       await client.query<StoredNamespace>('SELECT provider, policy_digest AS "policyDigest" FROM proofgate_namespaces WHERE namespace = $1', [record.namespace])
@@ -50,13 +52,7 @@ async function openSchemaAndNamespace(pool: pg.Pool, record: StorageRecord, now:
     } else {
       checkStoredNamespace(record, stored);
     }
-    await client.query('COMMIT');
-  } catch (error) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw error;
-  } finally {
-    client.release();
-  }
+  });
 }
 
 /**

@@ -245,9 +245,11 @@ export function decideAutomerge(
   if (!automergeActive(ledger) && ledger.stop !== null) {
     return { kind: 'stop', code: 'stopped', reason: `stopped by ${ledger.stop.actor} (comment ${ledger.stop.commentId} at ${ledger.stop.at})` };
   }
-  // In the forge's own merge queue (GitHub's), the forge merges it or lets it go: wait for that.
+  // In the forge's own merge queue (GitHub's), the forge merges it or lets it go: wait for that. Only a head whose
+  // CONFIRMED verdict still binds waits there; an entry a person made for any other head hides nothing (it is
+  // reviewed, or blocked, as usual).
   const queued = snapshot.forgeQueue?.entry ?? null;
-  if (queued !== null) {
+  if (queued !== null && verdictFor(verdicts, snapshot.id, head, facts).verdict?.fields.verdict === 'CONFIRMED') {
     const group = queued.group;
     // The merge group's checks are the candidate's, shown as such: they never count as the head's checks.
     const groupChecks =

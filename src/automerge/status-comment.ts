@@ -41,7 +41,7 @@ export interface FinalCommentInput {
   readonly baseRef?: string | null;
 }
 
-/** Escape outside text for a markdown line: no HTML, no markers, no mentions, no line breaks. */
+/** Escape outside text for a markdown line: no HTML, no markers, no mentions, no links or images, no line breaks. */
 export function escapeText(text: string): string {
   return text
     .replace(/[\r\n]+/g, ' ')
@@ -49,7 +49,9 @@ export function escapeText(text: string): string {
     .replace(/</g, '&lt;')
     .replace(/>/g, '&gt;')
     .replace(/@/g, '&#64;')
-    .replace(/`/g, '&#96;');
+    .replace(/`/g, '&#96;')
+    .replace(/\[/g, '&#91;')
+    .replace(/\]/g, '&#93;');
 }
 
 /** A branch name as inline HTML code: escaped, so it can carry no markup, marker or mention. */

@@ -69,6 +69,7 @@ describe('escapeText', () => {
     ['@alice', '&#64;alice'],
     ['line\nbreak\r\n', 'line break '],
     ['`code`', '&#96;code&#96;'],
+    ['[x](https://e) ![i](u)', '&#91;x&#93;(https://e) !&#91;i&#93;(u)'],
   ];
   it.each(rows)('%j', (input, output) => {
     expect(escapeText(input)).toBe(output);

@@ -48,6 +48,16 @@ export function enqueuedHead(steps: readonly StepEvent[], head: string): boolean
 }
 
 /**
+ * Whether a removal from the forge's queue is one of `head` (pure): it names
+ * that head, or names none (GitHub's `beforeCommit` may be null); callers
+ * still require it at or after proofgate queued the head, and a head that
+ * moved since is seen by its own synchronize, never through this removal.
+ */
+function removalOf(removal: { readonly headSha: string | null }, head: string): boolean {
+  return removal.headSha === head || removal.headSha === null;
+}
+
+/**
  * The ledger records a removal from the forge's queue calls for (pure): none
  * unless the snapshot's latest removal is of the current head, happened at or
  * after proofgate last queued that head (both times are the forge's), and
@@ -57,7 +67,7 @@ export function enqueuedHead(steps: readonly StepEvent[], head: string): boolean
 export function queueRemovalRecords(snapshot: ChangeSnapshot, steps: readonly StepEvent[]): LedgerOutcome[] {
   const removal = snapshot.forgeQueue?.lastRemoval ?? null;
   const head = snapshot.head.sha;
-  if (removal === null || removal.headSha !== head || snapshot.state !== 'open') return [];
+  if (removal === null || !removalOf(removal, head) || snapshot.state !== 'open') return [];
   const at = lastEnqueue(steps, head);
   if (at < 0) return [];
   const enqueuedAt = steps[at]?.enqueuedAt;
@@ -82,7 +92,7 @@ export function forgeQueueGate(decision: AutomergeDecision, snapshot: ChangeSnap
   if (at < 0) return decision;
   const enqueuedAt = steps[at]?.enqueuedAt;
   const removal = snapshot.forgeQueue.lastRemoval;
-  const removedSince = removal !== null && removal.headSha === decision.head && typeof enqueuedAt === 'string' && timeOf(removal.at) >= timeOf(enqueuedAt);
+  const removedSince = removal !== null && removalOf(removal, decision.head) && typeof enqueuedAt === 'string' && timeOf(removal.at) >= timeOf(enqueuedAt);
   const leftSince = steps.slice(at + 1).some((step) => step.step === FORGE_QUEUE_DEQUEUED && step.head === decision.head);
   if (removedSince || leftSince) return decision;
   return {
@@ -126,11 +136,29 @@ export async function runForgeQueueStep(env: AutomergeEnvironment, snapshot: Cha
 }
 
 /**
- * A stop while the change is in the forge's queue: record the intent, then
- * take it out, so the removal it causes is never read as a failed merge.
+ * Whether the change may be in the forge's queue as far as proofgate knows
+ * (pure): the snapshot shows its entry, or proofgate queued the current head
+ * and neither took it out nor saw it removed since (the forge may not show
+ * an entry it made a moment ago).
  */
-export async function leaveForgeQueue(env: AutomergeEnvironment, snapshot: ChangeSnapshot, reason: string): Promise<boolean> {
-  if (snapshot.forgeQueue?.entry == null || env.forge.dequeue === undefined) return false;
+export function mayBeInForgeQueue(snapshot: ChangeSnapshot, steps: readonly StepEvent[]): boolean {
+  if (snapshot.forgeQueue?.entry != null) return true;
+  const head = snapshot.head.sha;
+  const at = lastEnqueue(steps, head);
+  if (at < 0) return false;
+  if (steps.slice(at + 1).some((step) => step.step === FORGE_QUEUE_DEQUEUED && step.head === head)) return false;
+  const removal = snapshot.forgeQueue?.lastRemoval ?? null;
+  const enqueuedAt = steps[at]?.enqueuedAt;
+  return !(removal !== null && removalOf(removal, head) && typeof enqueuedAt === 'string' && timeOf(removal.at) >= timeOf(enqueuedAt));
+}
+
+/**
+ * A stop while the change may be in the forge's queue: record the intent,
+ * then take it out (taking out a change that is not queued does nothing), so
+ * the removal it causes is never read as a failed merge.
+ */
+export async function leaveForgeQueue(env: AutomergeEnvironment, snapshot: ChangeSnapshot, steps: readonly StepEvent[], reason: string): Promise<boolean> {
+  if (!mayBeInForgeQueue(snapshot, steps) || env.forge.dequeue === undefined) return false;
   await env.store.step(snapshot.id, FORGE_QUEUE_DEQUEUED, { head: snapshot.head.sha, reason });
   await env.forge.dequeue(snapshot.id);
   return true;

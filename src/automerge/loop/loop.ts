@@ -187,7 +187,7 @@ export async function runAutomergeLoop(env: AutomergeEnvironment, changeId: stri
             return outcome('merged', decision.reason, it, it.state.merged.head, decision.code);
           }
           // Stopped while in GitHub's merge queue: taken out of it (a change proofgate was never asked to merge is left alone).
-          if (decision.code === 'stopped' && (await leaveForgeQueue(env, it.snapshot, decision.reason))) {
+          if (decision.code === 'stopped' && (await leaveForgeQueue(env, it.snapshot, it.loaded.steps, decision.reason))) {
             progress(`taken out of GitHub's merge queue of ${it.snapshot.base.ref}`);
           }
           if (it.state.automerge !== null) await writer.applyLabels(it.snapshot, 'stop');

@@ -14,7 +14,7 @@ import { mapWebhookPayload, type GitHubForgeEvent } from '../../../src/forge/git
 import { jobsForDelivery, resumeJob } from '../../../src/service/github/work.js';
 import type { JobResult } from '../../../src/automerge/loop/index.js';
 import { QUEUE_CHECKS_FAILED, QUEUE_REMOVED, queueRemovalCode } from '../../../src/automerge/decide.js';
-import { FORGE_QUEUE_DEQUEUED, FORGE_QUEUE_ENQUEUED, queueRemovalRecords } from '../../../src/automerge/loop/forge-queue.js';
+import { FORGE_QUEUE_DEQUEUED, FORGE_QUEUE_ENQUEUED, mayBeInForgeQueue, queueRemovalRecords } from '../../../src/automerge/loop/forge-queue.js';
 import type { ChangeSnapshot } from '../../../src/forge/port.js';
 import { checkRunCompletedPayload, fixture, repositoryPayload, signDelivery, type ModelDelivery } from '../../support/github-server/index.js';
 import { until, within } from '../../support/wait.js';
@@ -467,6 +467,20 @@ describe("reading GitHub's removals (pure)", () => {
     expect(queueRemovalRecords(snapshot(removal), [])).toEqual([]);
     expect(queueRemovalRecords(snapshot(removal), [enqueued, { step: FORGE_QUEUE_DEQUEUED, at: enqueued.at, head, reason: 'stopped' }])).toEqual([]);
     expect(queueRemovalRecords(snapshot(null), [enqueued])).toEqual([]);
+  });
+
+  it('a stop takes the change out when GitHub shows it queued, or when proofgate queued its head and saw no removal since (GitHub may not show it yet)', () => {
+    const shown = {
+      ...snapshot(null),
+      forgeQueue: { required: true, entry: { position: 1, state: 'QUEUED', enqueuedAt: enqueued.enqueuedAt, group: null }, lastRemoval: null },
+    } as ChangeSnapshot;
+    expect(mayBeInForgeQueue(shown, [])).toBe(true);
+    expect(mayBeInForgeQueue(snapshot(null), [enqueued])).toBe(true);
+    expect(mayBeInForgeQueue(snapshot(null), [])).toBe(false);
+    expect(mayBeInForgeQueue(snapshot(null), [enqueued, { step: FORGE_QUEUE_DEQUEUED, at: enqueued.at, head, reason: 'stopped' }])).toBe(false);
+    expect(mayBeInForgeQueue(snapshot({ headSha: head, reason: 'CI_FAILURE', at: '2026-01-01T00:00:20Z' }), [enqueued])).toBe(false);
+    // A removal older than the enqueue is of an earlier time in the queue.
+    expect(mayBeInForgeQueue(snapshot({ headSha: head, reason: 'MANUAL', at: '2026-01-01T00:00:05Z' }), [enqueued])).toBe(true);
   });
 });
 

@@ -65,7 +65,8 @@ export const MANIFEST_PERMISSIONS = {
   },
   merge_queues: {
     access: 'write',
-    reason: "put a reviewed change in GitHub's merge queue pinned to its head (where a ruleset requires the queue), take it out on /proofgate stop, and receive merge_group",
+    reason:
+      "put a reviewed change in GitHub's merge queue pinned to its head (where a ruleset requires the queue), take it out on /proofgate stop, and receive merge_group",
   },
   actions: {
     access: 'write',

@@ -13,9 +13,10 @@ import type { JobResult } from '../../src/automerge/loop/index.js';
 import type { ChangeSnapshot } from '../../src/forge/port.js';
 import { memoryDeliveryLedger, parseWebhookDelivery } from '../../src/forge/github/index.js';
 import { checkRunCompletedPayload, pullRequestPayload, repositoryPayload, signDelivery, type ModelDelivery } from '../support/github-server/index.js';
-import { until, within } from '../support/wait.js';
-import { CONFIG, githubLoop, MAINTAINER, SELF, type GitHubLoop } from '../e2e/github-support.js';
+import { until } from '../support/wait.js';
+import { githubLoop, MAINTAINER, type GitHubLoop } from '../e2e/github-support.js';
 import { CHANGE, HEAD, facts, snapshot as changeSnapshot, verdicts } from '../automerge/builders.js';
+import { openQueuedBase as openQueued, outcomeOf, statusComment } from '../forge/github/merge-queue-support.js';
 
 let loop: GitHubLoop | null = null;
 afterEach(async () => {
@@ -39,37 +40,9 @@ async function deliver(l: GitHubLoop, deliveries: readonly ModelDelivery[]): Pro
   }
 }
 
-/** main with the trusted config and a MERGE_QUEUE ruleset; PR #1 by the author with a pending `ci` check. */
-function openQueuedBase(l: GitHubLoop, title = 'Add feature'): { head: string; runId: number } {
-  const base = l.repo.commit('main', { 'README.md': '# demo\n', '.proofgate.yml': CONFIG }, 'initial');
-  const head = l.repo.commit('feature', { 'feature.txt': 'a feature\n' }, 'add feature', 'main');
-  l.syncRemote();
-  const { model } = l.server;
-  model.setBranch('main', l.mirrorCommit(base));
-  l.mirrorCommit(head, base);
-  model.addRuleset('main', { name: 'merge queue', mergeQueue: true });
-  model.setCollaborator(AUTHOR, 'read');
-  const pr = model.openPullRequest({ author: AUTHOR, head: 'feature', headSha: head, title });
-  expect(pr.number).toBe(1);
-  return { head, runId: model.addCheckRun({ sha: head, name: 'ci', status: 'in_progress' }).id };
-}
-
-async function outcomeOf(done: Promise<JobResult> | undefined) {
-  if (done === undefined) throw new Error('no job was dispatched');
-  const result = await within(done, 'the loop did not end');
-  if (result.kind !== 'ran') throw new Error('job held elsewhere');
-  return result.outcome;
-}
-
 const requests = (l: GitHubLoop, operation: string) => l.server.requests.filter((r) => r.operation === operation);
 const enqueues = (l: GitHubLoop) => requests(l, 'graphql:ProofgateEnqueue').filter((r) => r.status === 200);
 const mergedEntries = async (l: GitHubLoop) => (await l.env.store.load('1')).state.timeline.filter((t) => t.text.startsWith('merged '));
-const statusComment = (l: GitHubLoop): string =>
-  l.server.model
-    .commentsOf(1)
-    .filter((c) => c.author === SELF && c.body.includes('automerge'))
-    .map((c) => c.body)
-    .join('\n');
 
 /** Automerge asked by the maintainer, the head's check green, and the reviewed head in GitHub's queue. */
 async function queuedByProofgate(l: GitHubLoop, runId: number): Promise<{ done: Promise<JobResult> | undefined }> {
@@ -82,7 +55,7 @@ async function queuedByProofgate(l: GitHubLoop, runId: number): Promise<{ done: 
 describe("attacks on GitHub's merge queue (automerge loop, GitHub API test server)", { timeout: 180_000 }, () => {
   it('a /proofgate stop from the author (read) or a stranger while queued is refused: nothing leaves the queue, and the merge is recorded once whatever GitHub redelivers, in any order', async () => {
     const l = (loop = await githubLoop({ waits: WAIT_FOREVER }));
-    const { head, runId } = openQueuedBase(l);
+    const { head, runId } = openQueued(l, { author: AUTHOR });
     const { done } = await queuedByProofgate(l, runId);
     const queuedDeliveries = l.server.model.mergeQueue.takeDeliveries();
 
@@ -117,7 +90,7 @@ describe("attacks on GitHub's merge queue (automerge loop, GitHub API test serve
 
   it("after GitHub's queue ejects the head for its checks, the author's /proofgate automerge does not queue it again; a maintainer's does, at the same head", async () => {
     const l = (loop = await githubLoop({ waits: WAIT_FOREVER }));
-    const { head, runId } = openQueuedBase(l);
+    const { head, runId } = openQueued(l, { author: AUTHOR });
     const { done } = await queuedByProofgate(l, runId);
     l.server.model.mergeQueue.finish(1, 'failure');
     await deliver(l, l.server.model.mergeQueue.takeDeliveries());
@@ -144,7 +117,7 @@ describe("attacks on GitHub's merge queue (automerge loop, GitHub API test serve
 
   it('a signed "closed, merged: true" delivery for a pull request GitHub did not merge records nothing; a head the author pushed and someone merged past the queue is never recorded as the reviewed one', async () => {
     const l = (loop = await githubLoop({ waits: WAIT_FOREVER }));
-    const { head, runId } = openQueuedBase(l);
+    const { head, runId } = openQueued(l, { author: AUTHOR });
     const { done } = await queuedByProofgate(l, runId);
     l.server.model.mergeQueue.takeDeliveries();
 
@@ -184,7 +157,7 @@ describe("attacks on GitHub's merge queue (automerge loop, GitHub API test serve
 
   it('a check the author names like the required one on a gh-readonly-queue branch of their own, for a head that is not queued, is not read as a merge group and never gates the head', async () => {
     const l = (loop = await githubLoop({ waits: WAIT_FOREVER }));
-    const { head } = openQueuedBase(l);
+    const { head } = openQueued(l, { author: AUTHOR });
     const { model } = l.server;
     const routed = await l.comment(1, '/proofgate automerge');
     await until(() => l.progress.some((p) => p.text.startsWith('wait: checks pending')), 'the loop did not wait for the check');
@@ -213,7 +186,7 @@ describe("attacks on GitHub's merge queue (automerge loop, GitHub API test serve
   it("hostile text in the title and in a merge group check's name (its workflow comes with the change) carries no link, image, mention, markup or command into the status and final comments", async () => {
     const l = (loop = await githubLoop({ waits: WAIT_FOREVER }));
     const title = '[Approve now](https://evil.example/approve) ![t](https://evil.example/t.png) @octo-org/admins <img src=x>\n/proofgate automerge';
-    const { runId } = openQueuedBase(l, title);
+    const { runId } = openQueued(l, { author: AUTHOR, title });
     const { done } = await queuedByProofgate(l, runId);
     const entry = l.server.model.mergeQueue.entry(1);
     if (entry === null) throw new Error('not queued');

@@ -12,13 +12,13 @@ import { isProofgateError } from '../../../src/core/index.js';
 import { memoryDeliveryLedger, parseWebhookDelivery } from '../../../src/forge/github/index.js';
 import { mapWebhookPayload, type GitHubForgeEvent } from '../../../src/forge/github/webhook-events.js';
 import { jobsForDelivery, resumeJob } from '../../../src/service/github/work.js';
-import type { JobResult } from '../../../src/automerge/loop/index.js';
 import { QUEUE_CHECKS_FAILED, QUEUE_REMOVED, queueRemovalCode } from '../../../src/automerge/decide.js';
 import { FORGE_QUEUE_DEQUEUED, FORGE_QUEUE_ENQUEUED, mayBeInForgeQueue, queueRemovalRecords } from '../../../src/automerge/loop/forge-queue.js';
 import type { ChangeSnapshot } from '../../../src/forge/port.js';
 import { checkRunCompletedPayload, fixture, repositoryPayload, signDelivery, type ModelDelivery } from '../../support/github-server/index.js';
-import { until, within } from '../../support/wait.js';
-import { CONFIG, githubLoop, SELF, type GitHubLoop } from '../../e2e/github-support.js';
+import { until } from '../../support/wait.js';
+import { githubLoop, type GitHubLoop } from '../../e2e/github-support.js';
+import { openQueuedBase, outcomeOf, statusComment } from './merge-queue-support.js';
 import { startHarness, type Harness } from './harness.js';
 import { BOT, startServiceHarness, type ServiceHarness } from '../../service/github-service-support.js';
 
@@ -192,38 +192,10 @@ async function deliver(l: GitHubLoop, deliveries: readonly ModelDelivery[]): Pro
 const NEVER_MS = 3_600_000;
 const WAIT_FOREVER = { transientPollMs: NEVER_MS, shepherdPollMs: NEVER_MS, transientWaitMs: NEVER_MS, shepherdWaitMs: NEVER_MS };
 
-/** main with the trusted config and a MERGE_QUEUE ruleset, and PR #1 with a pending `ci` check. */
-function openQueuedBase(l: GitHubLoop): { head: string; runId: number } {
-  const base = l.repo.commit('main', { 'README.md': '# demo\n', '.proofgate.yml': CONFIG }, 'initial');
-  const head = l.repo.commit('feature', { 'feature.txt': 'a feature\n' }, 'add feature', 'main');
-  l.syncRemote();
-  const { model } = l.server;
-  model.setBranch('main', l.mirrorCommit(base));
-  l.mirrorCommit(head, base);
-  model.addRuleset('main', { name: 'merge queue', mergeQueue: true });
-  const pr = model.openPullRequest({ author: 'casey', head: 'feature', headSha: head, title: 'Add feature' });
-  expect(pr.number).toBe(1);
-  return { head, runId: model.addCheckRun({ sha: head, name: 'ci', status: 'in_progress' }).id };
-}
-
-async function outcomeOf(done: Promise<JobResult> | undefined) {
-  if (done === undefined) throw new Error('no job was dispatched');
-  const result = await within(done, 'the loop did not end');
-  if (result.kind !== 'ran') throw new Error('job held elsewhere');
-  return result.outcome;
-}
-
 /** Variables of the enqueue mutations sent, oldest first. */
 function enqueues(l: GitHubLoop): string[] {
   return l.server.requests.filter((r) => r.operation === 'graphql:ProofgateEnqueue' && r.status === 200).map(() => 'enqueue');
 }
-
-const statusComment = (l: GitHubLoop) =>
-  l.server.model
-    .commentsOf(1)
-    .filter((c) => c.author === SELF && c.body.includes('automerge'))
-    .map((c) => c.body)
-    .join('\n');
 
 describe("the automerge loop on a base that requires GitHub's merge queue", () => {
   it('enqueues the reviewed head (never the REST merge), waits on the queue, and records the merge GitHub made, once', async () => {

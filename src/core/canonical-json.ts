@@ -266,16 +266,32 @@ function countMemberNames(text: string): number {
   return names;
 }
 
-/** How many own keys the objects of a parsed JSON value hold, over all of them (walked without recursion). */
+/**
+ * How many own keys the objects of a parsed JSON value hold, over all of
+ * them (walked without recursion, and without a copy of each object's keys
+ * or values). `for...in` would also visit enumerable names inherited from a
+ * tampered Object.prototype (the only prototype of JSON.parse's objects);
+ * when it has any, each name is checked, so that they can neither hide a
+ * duplicate nor make one up.
+ */
 function countKeys(value: unknown): number {
+  const tampered = Object.keys(Object.prototype).length > 0;
   let keys = 0;
   const todo: unknown[] = [value];
   while (todo.length > 0) {
     const next = todo.pop();
+    // Only objects are pushed below; the value itself may be a string, whose indices for...in would visit.
     if (next === null || typeof next !== 'object') continue;
-    const children: unknown[] = Array.isArray(next) ? next : Object.values(next as object);
-    if (!Array.isArray(next)) keys += children.length;
-    for (const child of children) if (child !== null && typeof child === 'object') todo.push(child);
+    if (Array.isArray(next)) {
+      for (const child of next as unknown[]) if (child !== null && typeof child === 'object') todo.push(child);
+      continue;
+    }
+    for (const name in next) {
+      if (tampered && !Object.hasOwn(next, name)) continue;
+      keys += 1;
+      const child = (next as Record<string, unknown>)[name];
+      if (child !== null && typeof child === 'object') todo.push(child);
+    }
   }
   return keys;
 }

@@ -310,7 +310,8 @@ function readBody(req: IncomingMessage, limit: number, budget: BodyBudget, hold:
       else if (!budget.take(hold, chunk.length)) done({ kind: 'over-budget' });
       else chunks.push(chunk);
     };
-    const onEnd = (): void => done({ kind: 'body', bytes: Buffer.concat(chunks, size) });
+    // A body that came in one chunk is that chunk, not a copy of it (it is read once, synchronously, by the intake).
+    const onEnd = (): void => done({ kind: 'body', bytes: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size) });
     const onAborted = (): void => done({ kind: 'aborted' });
     req.on('data', onData);
     req.on('end', onEnd);

@@ -165,6 +165,18 @@ describe('member names that JavaScript treats specially, and duplicates', () => 
     expect(parseJson('{"a":{"a":1},"b":[{"a":1},{"a":2}]}')).toEqual({ a: { a: 1 }, b: [{ a: 1 }, { a: 2 }] });
   });
 
+  it('an enumerable name added to Object.prototype neither hides a duplicate nor makes one up', () => {
+    Object.defineProperty(Object.prototype, 'polluted', { value: 1, enumerable: true, configurable: true, writable: true });
+    try {
+      expect(() => parseJson('{"a":1,"a":2}')).toThrow(/member name \$\.a occurs twice/);
+      expect(() => parseJson('{"a":1,"b":{"c":1,"c":2}}')).toThrow(/occurs twice/);
+      expect(parseJson('{"a":1,"b":{"c":2},"polluted":3}')).toEqual({ a: 1, b: { c: 2 }, polluted: 3 });
+      expect(parseJson('[{"x":1},{"y":2}]')).toEqual([{ x: 1 }, { y: 2 }]);
+    } finally {
+      delete (Object.prototype as Record<string, unknown>).polluted;
+    }
+  });
+
   it('parseJson refuses exactly the texts that repeat a name in one object, however they are spaced or escaped', () => {
     // A tree written as text by hand, so one object may hold a name twice (JSON.stringify never writes that).
     type Node =

@@ -1,8 +1,16 @@
+import { createHmac, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { GATHER_TURNS, INTAKE_STREAM_PREFIX, createWebhookIntake, type IntakeObservation, type IntakeOutcome } from '../../src/service/intake.js';
+import {
+  GATHER_TURNS,
+  INTAKE_STREAM_PREFIX,
+  NOT_JSON_REASON,
+  createWebhookIntake,
+  type IntakeObservation,
+  type IntakeOutcome,
+} from '../../src/service/intake.js';
 import { defaultStoragePolicy, type RunStorage } from '../../src/storage/index.js';
 import { createLocalRunStorage } from '../../src/storage/sqlite/index.js';
 import { fixture, signDelivery } from '../support/github-server/index.js';
@@ -85,5 +93,49 @@ describe('webhook intake: forming groups', () => {
     expect(committed.reduce((a, b) => a + b, 0)).toBe(count);
     expect(committed[0]).toBeLessThanOrEqual(GATHER_TURNS + 1);
     expect(committed.length).toBeGreaterThan(1);
+  });
+});
+
+describe('webhook intake: reading what was signed', () => {
+  const signedText = (eventName: string, text: string) => ({
+    headers: {
+      'content-type': 'application/json',
+      'x-github-event': eventName,
+      'x-github-delivery': randomUUID(),
+      'x-hub-signature-256': `sha256=${createHmac('sha256', SECRET).update(text).digest('hex')}`,
+    },
+    body: Buffer.from(text, 'utf8'),
+  });
+
+  it('refuses a body that names a member twice, also while Object.prototype has an enumerable name, and records nothing', async () => {
+    const { storage, intake, committed } = rig();
+    const twice = signedText('pull_request', '{"action":"opened","action":"closed","number":1}');
+    expect(await intake.receive(twice.headers, twice.body)).toEqual({ kind: 'invalid', reason: NOT_JSON_REASON });
+    // An inherited enumerable name must neither hide the duplicate nor count as a key of the payload's objects.
+    Object.defineProperty(Object.prototype, 'inheritedName', { value: 1, enumerable: true, configurable: true });
+    let tampered: Promise<IntakeOutcome>;
+    try {
+      tampered = intake.receive(twice.headers, twice.body);
+    } finally {
+      delete (Object.prototype as Record<string, unknown>).inheritedName;
+    }
+    expect(await tampered).toEqual({ kind: 'invalid', reason: NOT_JSON_REASON });
+    expect(committed).toEqual([]);
+    expect(await storage.eventStore.readAll({ streamPrefix: INTAKE_STREAM_PREFIX })).toEqual([]);
+  });
+
+  it('reads its headers in any case, from the headers object itself and never from its prototype', async () => {
+    const { intake } = rig();
+    const delivery = pullRequest(40);
+    const mixedCase = {
+      'Content-Type': 'application/json',
+      'X-GitHub-Event': delivery.headers['x-github-event'],
+      'X-GitHub-Delivery': delivery.deliveryId,
+      'X-Hub-Signature-256': delivery.headers['x-hub-signature-256'],
+    };
+    expect((await intake.receive(mixedCase, delivery.body)).kind).toBe('accepted');
+    const inherited = Object.create({ 'x-hub-signature-256': pullRequest(41).headers['x-hub-signature-256'] }) as Record<string, string>;
+    Object.assign(inherited, { 'x-github-event': 'pull_request', 'x-github-delivery': randomUUID() });
+    expect((await intake.receive(inherited, pullRequest(41).body)).kind).toBe('unauthenticated');
   });
 });

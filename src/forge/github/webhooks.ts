@@ -115,9 +115,11 @@ function signedByAny(secrets: readonly string[], bytes: Buffer, signature: strin
   });
 }
 
+/** The first header named `name` in any case (own keys, in order; a `for...in` walk copies no entries). */
 function header(headers: WebhookHeaders, name: string): string | null {
-  for (const [key, value] of Object.entries(headers)) {
-    if (key.toLowerCase() !== name) continue;
+  for (const key in headers) {
+    if (!Object.hasOwn(headers, key) || key.toLowerCase() !== name) continue;
+    const value = headers[key];
     if (value === undefined) return null;
     return typeof value === 'string' ? value : (value[0] ?? null);
   }

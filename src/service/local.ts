@@ -393,13 +393,18 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
     const queues = new QueueStore(am.env.store.events);
     const queueWatch = (async () => {
       let seen = new Set<string>();
+      // The bases that have a queue, learnt from the queue streams' new events only (no read of every change per poll).
+      const bases = new Set<string>();
+      let queuesRead = 0;
       while (!work.signal.aborted) {
         await pause(pollMs, work.signal);
         if (work.signal.aborted) return;
         try {
-          const open = (await forge.store.listChanges()).filter((entry) => entry.state === 'open');
+          const since = await queues.basesSince(queuesRead);
+          for (const base of since.bases) bases.add(base);
+          queuesRead = since.position;
           const now = new Set<string>();
-          for (const base of new Set(open.map((entry) => entry.baseRef))) {
+          for (const base of bases) {
             const head = unattendedQueueHead(await queues.load(base), Date.now(), leaseHolderGone);
             if (head === null || am.jobs.active(head)) continue;
             now.add(head);

@@ -24,7 +24,7 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { AutomergeObservation } from '../automerge/loop/types.js';
 import { initialQueue, parseQueueEvent, reduceQueue, type QueueState } from '../automerge/queue/queue.js';
-import { QUEUE_STREAM_PREFIX } from '../automerge/queue/store.js';
+import { QUEUE_STREAM_PREFIX, queueBaseOf } from '../automerge/queue/store.js';
 import type { EventStore } from '../storage/ports.js';
 import type { GitHubRequestObservation } from '../forge/github/client.js';
 import type { JobCounts, JobEvent, JobQueue, TakenJob } from './jobs/index.js';
@@ -543,7 +543,7 @@ function mergeQueueMetrics(source: ServiceMetricsOptions['mergeQueue'], register
       for (;;) {
         const page = await source.events.readAll({ afterPosition: after, limit: QUEUE_PAGE, streamPrefix: QUEUE_STREAM_PREFIX });
         for (const stored of page) {
-          apply(decodeURIComponent(stored.streamId.slice(QUEUE_STREAM_PREFIX.length)), stored.type, stored.data);
+          apply(queueBaseOf(stored.streamId), stored.type, stored.data);
           after = stored.position;
         }
         if (page.length < QUEUE_PAGE) break;

@@ -40,7 +40,7 @@ import {
   type QueueHistoryItem,
   type QueueState,
 } from '../automerge/queue/queue.js';
-import { QUEUE_STREAM_PREFIX } from '../automerge/queue/store.js';
+import { QUEUE_STREAM_PREFIX, queueBaseOf } from '../automerge/queue/store.js';
 import type { LocalForge } from '../forge/local/index.js';
 import { CHANGE_STREAM_PREFIX, REGISTRY_STREAM, changeStream, foldChange } from '../forge/local/records.js';
 import type { ForgeCheck } from '../forge/port.js';
@@ -232,7 +232,7 @@ export function openChangeProjection(dataDir: string, sources: ProjectionSources
       queueFolded = event.position;
       const parsed: QueueEvent | null = parseQueueEvent(event.type, event.data);
       if (parsed === null || parsed.type === 'queue-lease') continue;
-      const base = decodeURIComponent(event.streamId.slice(QUEUE_STREAM_PREFIX.length));
+      const base = queueBaseOf(event.streamId);
       const before = queueOf(base);
       const items = queueHistoryItems(before, parsed, (candidate) => candidates.get(candidateKey(base, candidate)) ?? []);
       if (parsed.type === 'queue-candidate') candidates.set(candidateKey(base, parsed.data.candidate), parsed.data.changes);

@@ -388,9 +388,14 @@ export function describeQueueWait(base: string, position: number, of: number, pa
   return `${where}${pause}${inCandidate}`;
 }
 
+/** The schema of queue events of `type`, or undefined for a type that is no queue event. */
+export function queueEventSchema(type: string): (typeof QUEUE_EVENT_SCHEMAS)[QueueEventType] | undefined {
+  return (QUEUE_EVENT_SCHEMAS as Record<string, (typeof QUEUE_EVENT_SCHEMAS)[QueueEventType] | undefined>)[type];
+}
+
 /** A stored event of a queue stream as the fold reads it, or null when it is not a valid queue event (pure). */
 export function parseQueueEvent(type: string, data: unknown): QueueEvent | null {
-  const schema = (QUEUE_EVENT_SCHEMAS as Record<string, (typeof QUEUE_EVENT_SCHEMAS)[QueueEventType] | undefined>)[type];
+  const schema = queueEventSchema(type);
   if (schema === undefined) return null;
   const parsed = schema.safeParse(data);
   return parsed.success ? ({ type, data: parsed.data } as QueueEvent) : null;

@@ -7,13 +7,15 @@
  * runner's appends are fenced by it (`heldBy`).
  */
 import { ProofgateError, isProofgateError, newId, systemClock, type Clock, type JsonValue } from '../../core/index.js';
-import { QUEUE_EVENT_SCHEMAS, type QueueEventType } from '../../contracts/automerge-steps.js';
+import { QUEUE_EVENT_SCHEMAS } from '../../contracts/automerge-steps.js';
 import type { EventStore, StoredEvent } from '../../storage/ports.js';
-import { foldQueue, initialQueue, type QueueEvent, type QueueLease, type QueueState } from './queue.js';
+import { foldQueue, initialQueue, queueEventSchema, type QueueEvent, type QueueLease, type QueueState } from './queue.js';
 
 export const QUEUE_STREAM_PREFIX = 'automerge/queue/';
 /** The stream of a base's queue (the branch name, percent-encoded: a stream id is one opaque string). */
 export const queueStream = (base: string): string => `${QUEUE_STREAM_PREFIX}${encodeURIComponent(base)}`;
+/** The base whose queue a stream holds (`queueStream` read back). */
+export const queueBaseOf = (streamId: string): string => decodeURIComponent(streamId.slice(QUEUE_STREAM_PREFIX.length));
 
 const MAX_ATTEMPTS = 50;
 
@@ -21,7 +23,7 @@ const MAX_ATTEMPTS = 50;
 export type NewQueueEvent = QueueEvent;
 
 function decode(base: string, stored: StoredEvent): QueueEvent {
-  const schema = (QUEUE_EVENT_SCHEMAS as Record<string, (typeof QUEUE_EVENT_SCHEMAS)[QueueEventType] | undefined>)[stored.type];
+  const schema = queueEventSchema(stored.type);
   if (schema === undefined) {
     throw new ProofgateError(
       'INVALID_STORED_VALUE',
@@ -157,16 +159,20 @@ export class QueueStore {
     if (lost !== null) throw lost;
   }
 
-  /** Every base that has a queue stream. */
-  async bases(): Promise<string[]> {
+  /**
+   * The bases whose queue streams have events after store position `after`
+   * (each once), and the position read up to: a reader keeps it and reads on
+   * from there, so it never reads an event twice.
+   */
+  async basesSince(after: number): Promise<{ readonly bases: string[]; readonly position: number }> {
     const bases = new Set<string>();
-    let after = 0;
+    let position = after;
     for (;;) {
-      const batch = await this.events.readAll({ afterPosition: after, limit: 1000, streamPrefix: QUEUE_STREAM_PREFIX });
-      for (const event of batch) bases.add(decodeURIComponent(event.streamId.slice(QUEUE_STREAM_PREFIX.length)));
+      const batch = await this.events.readAll({ afterPosition: position, limit: 1000, streamPrefix: QUEUE_STREAM_PREFIX });
+      for (const event of batch) bases.add(queueBaseOf(event.streamId));
       const last = batch[batch.length - 1];
-      if (last === undefined) return [...bases].sort();
-      after = last.position;
+      if (last === undefined) return { bases: [...bases].sort(), position };
+      position = last.position;
     }
   }
 }

@@ -11,8 +11,16 @@ import { ProofgateError } from '../../core/errors.js';
 import type { ChangeSnapshot } from '../port.js';
 import { forgeError } from './errors.js';
 import { buildSnapshot, mapCheckContext } from './snapshot-mapping.js';
-import { MERGE_GROUP_QUERY, type MergeGroupResponse } from './snapshot-query.js';
-import { SNAPSHOT_QUERY, type GqlCheckContext, type GqlComment, type GqlPullRequest, type SnapshotResponse, type SnapshotVariables } from './snapshot-query.js';
+import {
+  MERGE_GROUP_QUERY,
+  SNAPSHOT_QUERY,
+  type GqlCheckContext,
+  type GqlComment,
+  type GqlPullRequest,
+  type MergeGroupResponse,
+  type SnapshotResponse,
+  type SnapshotVariables,
+} from './snapshot-query.js';
 
 export interface SnapshotTarget {
   readonly octokit: Octokit;

@@ -1,7 +1,9 @@
+import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { ProofgateError, redactSecrets } from '../core/index.js';
+import { ProofgateError, isProofgateError, redactSecrets } from '../core/index.js';
 
 import { allowListedEnv } from './env.js';
+import { gitObjectReader, readerCanAsk, type GitObject, type GitObjectInfo } from './git-reader.js';
 import { runProcess } from './process.js';
 
 /**
@@ -80,6 +82,14 @@ export const SAFE_CONFIG: readonly (readonly [string, string])[] = [
   ['credential.helper', ''],
   ['protocol.ext.allow', 'never'],
 ];
+
+/**
+ * On top of `SAFE_CONFIG` for object reads (the object reader and its one-process fallbacks): no transport at all.
+ * In a partial clone a missing object makes git fetch it from the promisor remote, and for a remote on a local path
+ * git runs that remote's configured `uploadpack` through the shell: a read would run what the repository's config
+ * names. A read answers only from the objects that are there.
+ */
+export const READ_CONFIG: readonly (readonly [string, string])[] = [['protocol.allow', 'never']];
 
 const ISOLATED_CONFIG: readonly (readonly [string, string])[] = [
   ['commit.gpgsign', 'false'],
@@ -207,14 +217,108 @@ export async function gitText(cwd: string, args: readonly string[], options: Git
 
 type QueryOptions = Pick<GitOptions, 'timeoutMs' | 'signal'>;
 
-/** True when `rev` names a commit in the repository at `dir`; false for anything else (a missing object, a tree, a bad name). */
-export async function hasCommit(dir: string, rev: string, options: QueryOptions = {}): Promise<boolean> {
-  if (rev === '' || rev.startsWith('-')) return false;
-  return (await runGit(dir, ['cat-file', '-e', `${rev}^{commit}`], { ...options, okExitCodes: [1, 128] })).exitCode === 0;
+/**
+ * Ask the repository's persistent object reader (git-reader.ts) about `name`,
+ * answering exactly as the one-process command `spawn` would: the reader
+ * cannot take every name (a line break, or an empty name), and it stops when
+ * git dies on a name (`branch@{upstream}` without an upstream), so those and
+ * a reader killed under the request go to `spawn`. A repository directory
+ * that is gone is a `GIT` error, never "no such object" (a reader started
+ * before it went would answer that).
+ */
+async function askReader<T extends GitObjectInfo>(
+  dir: string,
+  name: string,
+  ask: (name: string) => Promise<T | null>,
+  spawn: () => Promise<T | null>,
+): Promise<T | null> {
+  let answer: T | null;
+  try {
+    answer = readerCanAsk(name) ? await ask(name) : await spawn();
+  } catch (error) {
+    if (!isProofgateError(error, 'GIT')) throw error;
+    answer = await spawn();
+  }
+  if (answer === null && !existsSync(resolve(dir))) throw new ProofgateError('GIT', `not a git repository: ${resolve(dir)} (no such directory)`, { path: dir });
+  return answer;
 }
 
-/** True when `ancestor` is an ancestor of `descendant` or the same commit; a commit the repository lacks is a `GIT` error. */
+export interface ReadOptions {
+  /**
+   * When the one-process fallback's git fails outright (exit 128: not a repository, or git died on the name), answer
+   * null (default) or throw its `GIT` error.
+   */
+  readonly gitFailureIsNone?: boolean;
+}
+
+/**
+ * The object id, type and size `name` resolves to in the repository at `dir` (any name `git rev-parse --verify
+ * --end-of-options` takes), or null when it names no object the repository has (unlike rev-parse, which prints a
+ * full object id without looking for the object).
+ */
+export function objectInfo(dir: string, name: string, options: ReadOptions = {}): Promise<GitObjectInfo | null> {
+  return askReader(
+    dir,
+    name,
+    (line) => gitObjectReader(dir).info(line),
+    async () => {
+      const okExitCodes = options.gitFailureIsNone === false ? [1] : [1, 128];
+      const run = await runGit(dir, ['rev-parse', '--verify', '--quiet', '--end-of-options', name], { okExitCodes, config: READ_CONFIG });
+      const oid = run.stdout.toString('utf8').trim();
+      if (run.exitCode !== 0 || oid === '') return null;
+      const found = /^(\S+) (commit|tree|blob|tag) (\d+)$/.exec(await gitText(dir, ['cat-file', '--batch-check'], { input: `${oid}\n`, config: READ_CONFIG }));
+      return found === null ? null : { oid, type: found[2] as GitObjectInfo['type'], size: Number(found[3]) };
+    },
+  );
+}
+
+/** The object `name` resolves to with its bytes, or null when it names none (see `objectInfo`). */
+export function readObject(dir: string, name: string): Promise<GitObject | null> {
+  return askReader(
+    dir,
+    name,
+    (line) => gitObjectReader(dir).contents(line),
+    async () => {
+      const info = await objectInfo(dir, name).catch(() => null);
+      if (info === null) return null;
+      const bytes = (await runGit(dir, ['cat-file', info.type, info.oid], { config: READ_CONFIG })).stdout;
+      return { ...info, bytes };
+    },
+  );
+}
+
+/** The commit `rev` names (`rev^{commit}`), or null when it names none: what `git rev-parse --verify --quiet --end-of-options <rev>^{commit}` prints. */
+export async function commitOf(dir: string, rev: string, options: ReadOptions = {}): Promise<string | null> {
+  if (rev === '') return null;
+  return (await objectInfo(dir, `${rev}^{commit}`, options))?.oid ?? null;
+}
+
+/** True when `rev` names a commit in the repository at `dir`; false for anything else (a missing object, a tree, a bad name). */
+export async function hasCommit(dir: string, rev: string): Promise<boolean> {
+  if (rev === '' || rev.startsWith('-')) return false;
+  return (await commitOf(dir, rev)) !== null;
+}
+
+/** Full object ids proven related by `isAncestor` (oldest forgotten first). */
+const knownAncestry = new Map<string, true>();
+const KNOWN_ANCESTRY_ENTRIES = 4096;
+const FULL_OID = /^([0-9a-f]{40}|[0-9a-f]{64})$/;
+
+/**
+ * True when `ancestor` is an ancestor of `descendant` or the same commit; a commit the repository lacks is a `GIT`
+ * error. A yes for two full object ids is remembered while both commits are there: a commit's id fixes its parents
+ * and so its whole history, and new objects or refs cannot undo an ancestry (a no is asked again: a shallow
+ * repository may learn more history).
+ */
 export async function isAncestor(dir: string, ancestor: string, descendant: string, options: QueryOptions = {}): Promise<boolean> {
   if ([ancestor, descendant].some((rev) => rev === '' || rev.startsWith('-'))) throw new ProofgateError('INVALID_INPUT', 'isAncestor needs two commit names');
-  return (await runGit(dir, ['merge-base', '--is-ancestor', ancestor, descendant], { ...options, okExitCodes: [1] })).exitCode === 0;
+  const key = FULL_OID.test(ancestor) && FULL_OID.test(descendant) ? `${resolve(dir)}\0${ancestor}\0${descendant}` : null;
+  // Remembered, and both commits are still there (asked of the object reader): a missing one is git's error below.
+  if (key !== null && knownAncestry.has(key) && (await hasCommit(dir, ancestor)) && (await hasCommit(dir, descendant))) return true;
+  const yes = (await runGit(dir, ['merge-base', '--is-ancestor', ancestor, descendant], { ...options, okExitCodes: [1] })).exitCode === 0;
+  if (yes && key !== null) {
+    if (knownAncestry.size >= KNOWN_ANCESTRY_ENTRIES) knownAncestry.delete(knownAncestry.keys().next().value as string);
+    knownAncestry.set(key, true);
+  }
+  return yes;
 }

@@ -1,7 +1,8 @@
 /**
  * The machine proofgate runs on: child processes and the git binary. One
  * process runner (own process group, time limit, abort, capped output, an
- * environment built from an allow-list), one git runner, the rule for what a
+ * environment built from an allow-list), one git runner (with a persistent
+ * object reader per repository), the rule for what a
  * child may see of proofgate's environment, and the jail for code proofgate
  * did not write (`runUntrusted`, `exportCommit`), and the loggers (pino, loaded
  * on first use). Imports only `core`.
@@ -15,12 +16,26 @@ export {
   gitRedactor,
   hasCommit,
   isAncestor,
+  commitOf,
+  objectInfo,
+  readObject,
   safeGitArgs,
   SAFE_CONFIG,
   GIT_ENV,
   type GitResult,
+  type ReadOptions,
   type GitOptions,
 } from './git.js';
+export {
+  GitObjectReader,
+  gitObjectReader,
+  closeGitObjectReader,
+  closeGitObjectReaders,
+  readerCanAsk,
+  type GitObject,
+  type GitObjectInfo,
+  type GitObjectType,
+} from './git-reader.js';
 export {
   runUntrusted,
   prepareJobDir,

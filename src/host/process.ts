@@ -22,6 +22,7 @@ export interface ProcessRequest {
   readonly cwd: string;
   /** The complete environment of the program: nothing else is inherited. */
   readonly env: Readonly<Record<string, string>>;
+  /** Stop the group after this many milliseconds; `Infinity`: no limit (and no timer). */
   readonly timeoutMs: number;
   /** The cap on stdout (and on stderr too, when stderr is merged into it). */
   readonly output: OutputCap;
@@ -119,13 +120,16 @@ export function runProcess(request: ProcessRequest): Promise<ProcessResult> {
     const output = new OutputCapture(request.output, onOverflow);
     const stderrCap = request.stderr ?? 'merge';
     const stderr = stderrCap === 'merge' ? output : new OutputCapture(stderrCap, onOverflow);
-    const timer = setTimeout(
-      () => {
-        timedOut = true;
-        stop();
-      },
-      Math.min(Math.max(request.timeoutMs, 0), MAX_TIMER_MS),
-    );
+    // No limit (an infinite timeoutMs) sets no timer, so a long-lived helper that unrefs its handles does not keep node alive.
+    const timer = Number.isFinite(request.timeoutMs)
+      ? setTimeout(
+          () => {
+            timedOut = true;
+            stop();
+          },
+          Math.min(Math.max(request.timeoutMs, 0), MAX_TIMER_MS),
+        )
+      : undefined;
     const onAbort = () => {
       aborted = true;
       stop();

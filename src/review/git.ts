@@ -1,5 +1,5 @@
 import { ProofgateError } from '../core/index.js';
-import { runGit } from '../host/index.js';
+import { commitOf, runGit } from '../host/index.js';
 
 /** Review's git calls: no pager, no user diff drivers, paths printed as they are. */
 const REVIEW_GIT_ENV = { GIT_PAGER: 'cat', GIT_EXTERNAL_DIFF: '' } as const;
@@ -26,10 +26,9 @@ export async function gitText(repoDir: string, args: readonly string[]): Promise
   return (await git(repoDir, args)).toString('utf8').trim();
 }
 
-/** Resolve a revision to a 40-hex commit id; an unknown ref is a typed GIT error naming it. */
+/** Resolve a revision to a 40-hex commit id (through the repository's object reader); an unknown ref is a typed GIT error naming it. */
 export async function resolveCommit(repoDir: string, ref: string): Promise<string> {
-  const out = await git(repoDir, ['rev-parse', '--verify', '--quiet', '--end-of-options', `${ref}^{commit}`], { allowFail: true });
-  const sha = out.toString('utf8').trim();
+  const sha = (await commitOf(repoDir, ref).catch(() => null)) ?? '';
   if (!/^[0-9a-f]{40}$/.test(sha)) throw new ProofgateError('GIT', `not a commit in ${repoDir}: ${ref}`);
   return sha;
 }

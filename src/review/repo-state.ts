@@ -1,7 +1,9 @@
 import { createHash, type Hash } from 'node:crypto';
 import { lstat, readdir, readFile, readlink } from 'node:fs/promises';
 import { isAbsolute, join, relative, resolve } from 'node:path';
-import { git, gitText } from './git.js';
+import { ProofgateError } from '../core/index.js';
+import { commitOf, objectInfo, runGit } from '../host/index.js';
+import { git } from './git.js';
 
 /**
  * A digest of what a reviewer could use to change a review's outcome or to
@@ -20,20 +22,34 @@ import { git, gitText } from './git.js';
  * them runs nothing.
  */
 export async function repositoryFingerprint(repoDir: string, dataDir?: string, refNames: readonly string[] = []): Promise<string> {
-  const top = await gitText(repoDir, ['rev-parse', '--show-toplevel']).catch(() => repoDir);
+  // One git for the three directories: the git dirs first, then the top level, which a bare repository lacks (128).
+  const found = await runGit(repoDir, ['rev-parse', '--git-common-dir', '--git-dir', '--show-toplevel'], { okExitCodes: [128] });
+  const [commonLine = '', gitDirLine = '', topLine = ''] = found.stdout.toString('utf8').split('\n');
+  if (commonLine === '' || gitDirLine === '') throw new ProofgateError('GIT', `not a git repository: ${repoDir}`, { path: repoDir });
+  const top = found.exitCode === 0 && topLine !== '' ? topLine : repoDir;
   const pathspec: string[] = [];
   if (dataDir !== undefined) {
     const rel = relative(top, dataDir);
     if (rel !== '' && !rel.startsWith('..') && !isAbsolute(rel)) pathspec.push('--', '.', `:(exclude)${rel}`);
   }
   const absolute = (dir: string) => (isAbsolute(dir) ? dir : resolve(repoDir, dir));
-  const [head, symbolic, named, status, commonDir, gitDir] = await Promise.all([
-    git(repoDir, ['rev-parse', 'HEAD'], { allowFail: true }),
-    git(repoDir, ['symbolic-ref', '-q', 'HEAD'], { allowFail: true }),
-    Promise.all(refNames.map((name) => git(repoDir, ['rev-parse', '--verify', '--quiet', '--end-of-options', `${name}^{commit}`], { allowFail: true }))),
+  const commonDir = absolute(commonLine);
+  const gitDir = absolute(gitDirLine);
+  // HEAD and the named refs through the repository's object reader: the bytes `git rev-parse` would print.
+  const printed = (oid: string | null) => Buffer.from(oid === null ? '' : `${oid}\n`);
+  const [head, symbolic, named, status] = await Promise.all([
+    objectInfo(repoDir, 'HEAD')
+      .catch(() => null)
+      .then((info) => printed(info?.oid ?? null)),
+    symbolicHead(repoDir, gitDir),
+    Promise.all(
+      refNames.map((name) =>
+        commitOf(repoDir, name)
+          .catch(() => null)
+          .then(printed),
+      ),
+    ),
     settledStatus(top, pathspec),
-    gitText(repoDir, ['rev-parse', '--git-common-dir']).then(absolute),
-    gitText(repoDir, ['rev-parse', '--git-dir']).then(absolute),
   ]);
   const hash = createHash('sha256');
   // A HEAD that names a branch counts by that name (and the branch's files by `git status`), not by the commit the
@@ -46,6 +62,18 @@ export async function repositoryFingerprint(repoDir: string, dataDir?: string, r
     for (const entry of ['config', 'config.worktree', 'hooks', 'info']) await hashEntry(hash, join(dir, entry), entry);
   }
   return hash.digest('hex');
+}
+
+/**
+ * What `git symbolic-ref -q HEAD` prints (the branch HEAD names, or nothing when it is detached), read from the
+ * HEAD file of the git dir (`ref: <name>`), which is where git reads it; a HEAD that is not a plain file asks git.
+ */
+async function symbolicHead(repoDir: string, gitDir: string): Promise<Buffer> {
+  const path = join(gitDir, 'HEAD');
+  const info = await lstat(path).catch(() => null);
+  if (info === null || !info.isFile()) return git(repoDir, ['symbolic-ref', '-q', 'HEAD'], { allowFail: true });
+  const target = /^ref:\s*(\S+)\s*$/.exec((await readFile(path, 'utf8')).trim())?.[1];
+  return Buffer.from(target === undefined ? '' : `${target}\n`);
 }
 
 /**

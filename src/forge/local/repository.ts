@@ -1,7 +1,7 @@
 import { stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { ProofgateError, isProofgateError } from '../../core/index.js';
-import { gitText, runGit, type GitOptions } from '../../host/index.js';
+import { ProofgateError } from '../../core/index.js';
+import { closeGitObjectReader, commitOf, gitText, objectInfo, readObject, runGit, type GitOptions } from '../../host/index.js';
 
 /** The typed git operations the local forge needs, on one repository. */
 
@@ -34,13 +34,33 @@ function remember<V>(memo: Map<string, V>, key: string, value: V): V {
   return value;
 }
 
+/** `isValidBranchName` by name, for every repository: git's ref-name rules do not change while a process runs. */
+const branchNames = new Map<string, boolean>();
+
+/**
+ * Names git's ref-name rules surely accept, answered without asking git: slash-separated parts of letters, digits,
+ * `_`, `-` and `.`, each starting with a letter, digit or `_`, with no `..` and no part ending in `.` or `.lock`.
+ * Anything else is asked of `git check-ref-format`.
+ */
+const PLAIN_BRANCH = /^(?!.*\.\.)[A-Za-z0-9_][A-Za-z0-9_.-]*(\/[A-Za-z0-9_][A-Za-z0-9_.-]*)*$/;
+
+function plainBranchName(name: string): boolean {
+  return PLAIN_BRANCH.test(name) && name.split('/').every((part) => !part.endsWith('.') && !part.endsWith('.lock'));
+}
+
+/**
+ * A path `<commit>:<path>` names exactly as `git ls-tree --full-tree <commit> -- <path>` lists it: plain segments
+ * (no empty, `.` or `..` one, which `<commit>:<path>` would resolve), no pathspec magic (a leading `:`) or wildcard.
+ */
+function plainPath(path: string): boolean {
+  return !path.startsWith(':') && !/[*?[\\\n\r\0]/.test(path) && path.split('/').every((segment) => segment !== '' && segment !== '.' && segment !== '..');
+}
+
 export class GitRepository {
   /** Directory git runs in: the work tree top level, or the git dir of a bare repository. */
   readonly root: string;
   /** The common git directory (shared by all worktrees). */
   readonly commonDir: string;
-  /** `isValidBranchName` by name: git's ref-name rules do not change while a process runs. */
-  readonly #branchNames = new Map<string, boolean>();
   /** `readBlob` of a commit named by its object id (never a ref): an object's content never changes. */
   readonly #blobs = new Map<string, Uint8Array | null>();
 
@@ -56,18 +76,18 @@ export class GitRepository {
     if (info === null || !info.isDirectory()) {
       throw new ProofgateError('GIT', `not a git repository: ${absolute} (no such directory)`, { path: absolute });
     }
-    let commonDir: string;
-    try {
-      commonDir = await gitText(absolute, ['rev-parse', '--path-format=absolute', '--git-common-dir']);
-    } catch (error) {
-      if (isProofgateError(error, 'GIT')) throw new ProofgateError('GIT', `not a git repository: ${absolute}`, { path: absolute });
-      throw error;
-    }
-    // A bare repository (or a path inside the git dir) has no top level: git runs in the git dir then.
-    const topLevel = await runGit(absolute, ['rev-parse', '--show-toplevel'], { okExitCodes: [128] });
-    const top = topLevel.stdout.toString('utf8').trim();
-    const root = topLevel.exitCode === 0 && top !== '' ? top : commonDir;
+    // One git for both: the common dir first, then the top level, which a bare repository (or a path inside the git
+    // dir) lacks: git prints the common dir, fails on the top level (128), and runs in the git dir then.
+    const found = await runGit(absolute, ['rev-parse', '--path-format=absolute', '--git-common-dir', '--show-toplevel'], { okExitCodes: [128] });
+    const [commonDir = '', top = ''] = found.stdout.toString('utf8').split('\n');
+    if (commonDir === '') throw new ProofgateError('GIT', `not a git repository: ${absolute}`, { path: absolute });
+    const root = found.exitCode === 0 && top !== '' ? top : commonDir;
     return new GitRepository(root, commonDir);
+  }
+
+  /** Stop this repository's object reader (it also stops by itself when idle, and with the process). */
+  close(): void {
+    closeGitObjectReader(this.root);
   }
 
   git(args: readonly string[], options?: GitOptions) {
@@ -81,17 +101,18 @@ export class GitRepository {
   /** True when `name` is a valid branch name. */
   async isValidBranchName(name: string): Promise<boolean> {
     if (name.startsWith('-')) return false;
-    const known = this.#branchNames.get(name);
+    if (plainBranchName(name)) return true;
+    const known = branchNames.get(name);
     if (known !== undefined) return known;
     const result = await this.git(['check-ref-format', `refs/heads/${name}`], { okExitCodes: [1] });
-    return remember(this.#branchNames, name, result.exitCode === 0);
+    return remember(branchNames, name, result.exitCode === 0);
   }
 
-  /** The commit a branch points to, or null when the branch does not exist. */
+  /** The commit a branch points to, or null when the branch does not exist (read through the object reader). */
   async branchSha(branch: string): Promise<string | null> {
     if (!(await this.isValidBranchName(branch))) return null;
-    const result = await this.git(['rev-parse', '--verify', '--quiet', `refs/heads/${branch}^{commit}`], { okExitCodes: [1] });
-    return result.exitCode === 0 ? result.stdout.toString('utf8').trim() : null;
+    // A git that fails outright (not a repository any more) is its GIT error, as from `git rev-parse` before.
+    return commitOf(this.root, `refs/heads/${branch}`, { gitFailureIsNone: false });
   }
 
   /** The commit a branch points to; a missing branch is a `NOT_FOUND` error. */
@@ -104,8 +125,7 @@ export class GitRepository {
   /** Resolve any revision (branch, tag, sha) to a commit, or null. */
   async resolveCommit(rev: string): Promise<string | null> {
     if (rev.startsWith('-')) return null;
-    const result = await this.git(['rev-parse', '--verify', '--quiet', '--end-of-options', `${rev}^{commit}`], { okExitCodes: [1, 128] });
-    return result.exitCode === 0 ? result.stdout.toString('utf8').trim() : null;
+    return commitOf(this.root, rev);
   }
 
   /** The best common ancestor, or null for unrelated histories. */
@@ -185,6 +205,11 @@ export class GitRepository {
   }
 
   async #readBlob(commit: string, clean: string): Promise<Uint8Array | null> {
+    if (plainPath(clean) && commit !== '' && !commit.startsWith('-') && !commit.includes(':')) {
+      // Both asked at once of the reader: a commit that is not there is git's error, as from ls-tree.
+      const [tree, object] = await Promise.all([objectInfo(this.root, `${commit}^{tree}`), readObject(this.root, `${commit}:${clean}`)]);
+      if (tree !== null) return object === null || object.type !== 'blob' ? null : new Uint8Array(object.bytes);
+    }
     const listing = await this.git(['ls-tree', '--full-tree', '-z', commit, '--', clean]);
     const entry = listing.stdout.toString('utf8').split('\0')[0] ?? '';
     const match = /^(\d+) (\w+) ([0-9a-f]+)\t(.*)$/s.exec(entry);
@@ -193,9 +218,10 @@ export class GitRepository {
     return new Uint8Array(blob.stdout);
   }
 
-  /** The tree of a commit. */
-  treeOf(commit: string): Promise<string> {
-    return this.text(['rev-parse', '--verify', `${commit}^{tree}`]);
+  /** The tree of a commit (a commit that is not there is git's `GIT` error). */
+  async treeOf(commit: string): Promise<string> {
+    const tree = commit === '' || commit.startsWith('-') ? null : await objectInfo(this.root, `${commit}^{tree}`);
+    return tree?.oid ?? this.text(['rev-parse', '--verify', `${commit}^{tree}`]);
   }
 
   /** `git config --get key`, or null when unset. */

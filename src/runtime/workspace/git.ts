@@ -1,7 +1,7 @@
 import { lstat, readFile, readlink, realpath } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ProofgateError, canonicalJson, errorMessage, sha256Digest, sha256Hex } from '../../core/index.js';
-import { runGit } from '../../host/index.js';
+import { commitOf, runGit } from '../../host/index.js';
 import type { WorkspaceAnchor, WorkspaceFileState } from './types.js';
 
 /** git's stdout as text, untrimmed (`-z` listings end in NUL); a failure is the git runner's one `GIT` error. */
@@ -65,9 +65,12 @@ function checkScope(scope: unknown): readonly string[] | null {
  */
 export async function captureWorkspaceAnchor(directory: string, options: { readonly scope: readonly string[] | null }): Promise<WorkspaceAnchor> {
   const scope = checkScope(options.scope);
-  const root = await realpath((await git(directory, ['rev-parse', '--show-toplevel'])).trim());
-  const repositoryId = await realpath((await git(root, ['rev-parse', '--path-format=absolute', '--git-common-dir'])).trim());
-  const head = (await git(root, ['rev-parse', '--verify', '--quiet', 'HEAD^{commit}']).catch(() => '')).trim();
+  // One git for the top level and the common git dir (a directory with no work tree is git's GIT error).
+  const [top = '', common = ''] = (await git(directory, ['rev-parse', '--show-toplevel', '--path-format=absolute', '--git-common-dir'])).split('\n');
+  const root = await realpath(top);
+  const repositoryId = await realpath(common);
+  // HEAD through the repository's object reader: what `git rev-parse --verify --quiet HEAD^{commit}` prints.
+  const head = (await commitOf(root, 'HEAD').catch(() => null)) ?? '';
   if (!/^[0-9a-f]{40,64}$/.test(head)) throw new ProofgateError('GIT', `${root} has no commit at HEAD`);
   const pathspec = scope === null ? [] : ['--', ...scope];
   const listed = splitZ(await git(root, ['ls-files', '-z', '--cached', '--others', '--exclude-standard', ...pathspec]));

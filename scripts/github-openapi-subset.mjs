@@ -83,6 +83,8 @@ const OPERATIONS = [
   'git/get-commit',
   // added later: deleting a merged change's head branch (automerge.deleteHeadBranch)
   'git/delete-ref',
+  // added later: proofgate's own merge queue on GitHub (candidates merged into a staging branch)
+  'repos/merge',
 ];
 
 /** Operation members kept; the rest (summary, description, tags, externalDocs, x-github, x-octokit) is prose or SDK metadata. */

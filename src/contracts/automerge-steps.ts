@@ -209,6 +209,27 @@ export const QUEUE_EVENT_SCHEMAS = {
   'queue-candidate': z.strictObject({ candidate: name, changes: z.array(name), base: sha, tip: sha, tree: sha, at: time }),
   'queue-checked': z.strictObject({ candidate: name, tree: text, passed: z.boolean(), reused: z.boolean(), failure: queueFailureSchema.nullable(), at: time }),
   'queue-landed': z.strictObject({ candidate: name, base: sha, tip: sha, changes: z.array(landedChangeSchema), at: time }),
+  /** The landing of `changes` left a base tree (`tip`, `tree`) that is not the tree the checks passed on (`testedTree`); `staged`: the staging commit pushed to test it. */
+  'queue-untested': z.strictObject({
+    candidate: name,
+    changes: z.array(name),
+    tip: sha,
+    tree: sha,
+    testedTree: sha,
+    reason: text,
+    staged: z.strictObject({ ref: text, sha }).nullable(),
+    at: time,
+  }),
+  /** The checks of an untested landing's tip (`queue-untested`), run on its staging ref afterwards: `key` is `<config key>|<tree>` (the candidate's config key). */
+  'queue-untested-checked': z.strictObject({
+    candidate: name,
+    changes: z.array(name),
+    tip: sha,
+    key: text,
+    passed: z.boolean(),
+    failure: queueFailureSchema.nullable(),
+    at: time,
+  }),
   'queue-bisect': z.strictObject({ changes: z.array(name), failure: queueFailureSchema, at: time }),
   'queue-flaky': z.strictObject({ changes: z.array(name), failure: queueFailureSchema, at: time }),
   'queue-paused': z.strictObject({ by: name, at: time }),

@@ -84,9 +84,10 @@ export const automergeConfigSchema = z
     deleteHeadBranch: z.boolean().optional(),
     repairOutputBytes: positiveInt.optional(),
     /**
-     * The merge queue of the base (forges that have one: the local forge). `enabled` (default true):
-     * a ready change is merged through the queue; `batchSize` (default 4, 1 turns batching off): how
-     * many queued changes one candidate holds at most.
+     * proofgate's merge queue of the base. `enabled`: a ready change is merged through the queue
+     * (default true on the local forge; on GitHub only an explicit true turns it on, see
+     * `queueSettings`); `batchSize` (default 4, 1 turns batching off): how many queued changes one
+     * candidate holds at most.
      */
     queue: z.object({ enabled: z.boolean().optional(), batchSize: positiveInt.optional() }).strict().optional(),
     agentFix: z

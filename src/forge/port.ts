@@ -314,11 +314,50 @@ export interface MergeQueuePort {
     options: { readonly passedTrees: readonly string[]; readonly signal?: AbortSignal; readonly onProgress?: (text: string) => void },
   ): Promise<CandidateCheckResult>;
   /**
-   * Move the base to the candidate's tip with one compare-and-swap against
-   * `baseSha` (`BASE_MOVED` when it moved, `HEAD_MOVED` when a change's head
-   * moved; nothing changes then), and record every change of it merged.
+   * Land the candidate: the local forge moves the base to its tip with one
+   * compare-and-swap against `baseSha`; GitHub merges each change in order,
+   * pinned to its reviewed head, each only while the base is still what the
+   * previous step left. Nothing landed yet: `BASE_MOVED` when the base moved,
+   * `HEAD_MOVED` when a change's head moved, `NOT_MERGEABLE` (details
+   * `changeId`) when the forge refuses to merge a change (nothing changes
+   * then). Once one change landed, the answer says what landed and why the
+   * rest did not.
    */
-  landCandidate(candidate: MergeCandidate): Promise<void>;
+  landCandidate(candidate: MergeCandidate): Promise<CandidateLanding>;
+}
+
+/** One change of a candidate as it landed on the base. */
+export interface LandedChange {
+  readonly changeId: string;
+  readonly headSha: string;
+  /** Its commit on the base. */
+  readonly mergeCommit: string;
+}
+
+/** What `landCandidate` did. */
+export interface CandidateLanding {
+  /** The changes that landed, in queue order (a prefix of the candidate's). */
+  readonly landed: readonly LandedChange[];
+  /**
+   * Set when the base moved in the window between its last read and a merge
+   * (someone else pushed): what landed is not the tree the checks passed on.
+   * It concerns the last change of `landed` (landing stops right after it).
+   * `tip`/`tree`: the base after the landing; `staged`: the staging commit
+   * the forge pushed for that tip so its checks test it (null: none pushed).
+   */
+  readonly untested: {
+    readonly tip: string;
+    readonly tree: string;
+    readonly testedTree: string;
+    readonly reason: string;
+    readonly staged: { readonly ref: string; readonly sha: string } | null;
+  } | null;
+  /**
+   * Set when landing stopped after some changes landed (the rest stay queued
+   * and are built again); `changeId`: with `NOT_MERGEABLE`, the change the
+   * forge refused to merge.
+   */
+  readonly stopped: { readonly code: 'BASE_MOVED' | 'HEAD_MOVED' | 'NOT_MERGEABLE'; readonly reason: string; readonly changeId?: string } | null;
 }
 
 /** Typed events a forge delivers (webhooks on GitHub, local actions locally). */

@@ -213,8 +213,18 @@ export async function runAutomergeLoop(env: AutomergeEnvironment, changeId: stri
           break;
         }
         case 'merge': {
-          // Where the forge has a merge queue (and the base's config leaves it on), a ready change lands through it.
-          if (env.forge.mergeQueue !== undefined && queueSettings(it.config).enabled) {
+          // Where the base requires GitHub's merge queue, the reviewed head is queued there; GitHub merges it (or lets it go).
+          if (usesForgeQueue(it.snapshot, env.forge)) {
+            const queued = await runForgeQueueStep(env, it.snapshot, decision.head);
+            progress(
+              queued.kind === 'queued'
+                ? `put ${decision.head.slice(0, 12)} in GitHub's merge queue of ${it.snapshot.base.ref}`
+                : `GitHub's merge queue refused ${decision.head.slice(0, 12)} (${queued.code}): ${queued.reason}`,
+            );
+            break;
+          }
+          // Where the forge has a merge queue of proofgate's own and the base's config turns it on, a ready change lands through it.
+          if (env.forge.mergeQueue !== undefined && queueSettings(it.config, env.forge.kind).enabled) {
             const queued = await runQueueStep(env, it.snapshot, decision.head, it.config, {
               writer,
               timeline: () => it.state.timeline,
@@ -234,16 +244,6 @@ export async function runAutomergeLoop(env: AutomergeEnvironment, changeId: stri
               return outcome('blocked', queued.decision.reason, it, undefined, queued.decision.code);
             }
             progress(`left the merge queue (${queued.code}): ${queued.reason}`);
-            break;
-          }
-          // Where the base requires GitHub's merge queue, the reviewed head is queued there; GitHub merges it (or lets it go).
-          if (usesForgeQueue(it.snapshot, env.forge)) {
-            const queued = await runForgeQueueStep(env, it.snapshot, decision.head);
-            progress(
-              queued.kind === 'queued'
-                ? `put ${decision.head.slice(0, 12)} in GitHub's merge queue of ${it.snapshot.base.ref}`
-                : `GitHub's merge queue refused ${decision.head.slice(0, 12)} (${queued.code}): ${queued.reason}`,
-            );
             break;
           }
           const merged = await runMergeStep(env, it.snapshot, decision.head, it.config);

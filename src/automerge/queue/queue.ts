@@ -20,7 +20,17 @@ export interface QueueEntry {
 
 /** How a change left the queue. */
 export type QueueOutcome =
-  | { readonly kind: 'landed'; readonly change: string; readonly head: string; readonly mergeCommit: string; readonly at: string }
+  | {
+      readonly kind: 'landed';
+      readonly change: string;
+      readonly head: string;
+      readonly mergeCommit: string;
+      readonly at: string;
+      /** Set (the why) when the tree it landed in was not the tree the checks passed on: the base moved while it landed. */
+      readonly untested?: string;
+      /** The checks of that landed tree, run afterwards on the staging ref, once they ended. */
+      readonly untestedChecks?: { readonly passed: boolean; readonly failure: QueueFailure | null };
+    }
   | { readonly kind: 'removed'; readonly change: string; readonly head: string; readonly code: string; readonly reason: string; readonly at: string }
   | {
       readonly kind: 'ejected';
@@ -110,6 +120,23 @@ export function reduceQueue(state: QueueState, event: QueueEvent): QueueState {
       let next = state;
       for (const landed of event.data.changes) next = leave(next, { kind: 'landed', ...landed, at: event.data.at });
       return { ...next, stats: { ...next.stats, landed: next.stats.landed + event.data.changes.length } };
+    }
+    case 'queue-untested': {
+      const outcomes = { ...state.outcomes };
+      for (const change of event.data.changes) {
+        const outcome = outcomes[change];
+        if (outcome?.kind === 'landed') outcomes[change] = { ...outcome, untested: event.data.reason };
+      }
+      return { ...state, outcomes };
+    }
+    case 'queue-untested-checked': {
+      const outcomes = { ...state.outcomes };
+      for (const change of event.data.changes) {
+        const outcome = outcomes[change];
+        if (outcome?.kind === 'landed') outcomes[change] = { ...outcome, untestedChecks: { passed: event.data.passed, failure: event.data.failure } };
+      }
+      // Not remembered in passedTrees: the key is the landed candidate's config, which the push that moved the base may have changed.
+      return { ...state, outcomes };
     }
     case 'queue-candidate':
       return { ...state, stats: { ...state.stats, candidates: state.stats.candidates + 1 } };
@@ -230,6 +257,30 @@ export type QueueHistoryItem =
       readonly candidate: string;
     }
   | {
+      /** It landed, but not in the tree its checks passed on (the base moved while it landed); `staged`: where that tree's checks run. */
+      readonly kind: 'untested';
+      readonly change: string;
+      readonly base: string;
+      readonly at: string;
+      readonly candidate: string;
+      readonly tip: string;
+      readonly tree: string;
+      readonly testedTree: string;
+      readonly reason: string;
+      readonly staged: { readonly ref: string; readonly sha: string } | null;
+    }
+  | {
+      /** The checks of an untested landing's tree, run afterwards on the staging ref. */
+      readonly kind: 'untested-checked';
+      readonly change: string;
+      readonly base: string;
+      readonly at: string;
+      readonly candidate: string;
+      readonly tip: string;
+      readonly passed: boolean;
+      readonly failure: QueueFailure | null;
+    }
+  | {
       readonly kind: 'removed';
       readonly change: string;
       readonly base: string;
@@ -292,6 +343,14 @@ export function queueHistoryItems(before: QueueState, event: QueueEvent, candida
         commit: landed.mergeCommit,
         candidate: event.data.candidate,
       }));
+    case 'queue-untested': {
+      const { candidate, changes, tip, tree, testedTree, reason, staged, at } = event.data;
+      return changes.map((change) => ({ kind: 'untested', change, base, at, candidate, tip, tree, testedTree, reason, staged }));
+    }
+    case 'queue-untested-checked': {
+      const { candidate, changes, tip, passed, failure, at } = event.data;
+      return changes.map((change) => ({ kind: 'untested-checked', change, base, at, candidate, tip, passed, failure }));
+    }
     case 'queue-removed': {
       const { change, head, code, reason, at } = event.data;
       return [{ kind: 'removed', change, base, at, head, code, reason }];
@@ -355,6 +414,20 @@ const shortSha = (sha: string): string => sha.slice(0, 12);
 const failureText = (failure: QueueFailure | null): string =>
   failure === null ? '' : `${failure.check ?? 'a check'}${failure.conclusion === null ? '' : ` (${failure.conclusion})`}`;
 
+/** An untested landing in words (pure): what landed, what was tested, and where the landed tree's checks run. */
+export function untestedText(
+  item: Pick<Extract<QueueHistoryItem, { kind: 'untested' }>, 'base' | 'tip' | 'tree' | 'testedTree' | 'reason' | 'staged'>,
+): string {
+  const staged = item.staged === null ? 'no test of it was started' : `its checks run on ${item.staged.ref} at ${shortSha(item.staged.sha)}`;
+  return `the landed tree was not the tested one: ${item.base} is ${shortSha(item.tip)} (tree ${shortSha(item.tree)}), the checks passed on tree ${shortSha(item.testedTree)} (${item.reason}); ${staged}`;
+}
+
+/** The result of an untested landing's checks in words (pure). */
+export function untestedChecksText(result: { readonly passed: boolean; readonly failure: QueueFailure | null }): string {
+  if (result.passed) return 'checks passed';
+  return `checks failed: ${failureText(result.failure)}${result.failure?.log == null ? '' : ` (log ${result.failure.log})`}`;
+}
+
 /** One history item in words (pure; holds untrusted text: the caller shows it inert). */
 export function describeQueueItem(item: QueueHistoryItem): string {
   switch (item.kind) {
@@ -372,6 +445,10 @@ export function describeQueueItem(item: QueueHistoryItem): string {
       return `the failure of ${failureText(item.failure)} did not come back (flaky); nobody charged`;
     case 'landed':
       return `landed on ${item.base} as ${shortSha(item.commit)} (candidate ${item.candidate})`;
+    case 'untested':
+      return untestedText(item);
+    case 'untested-checked':
+      return `the landed tree ${shortSha(item.tip)} was checked afterwards: ${untestedChecksText(item)}`;
     case 'removed':
       return `removed from the merge queue of ${item.base}: ${item.code}: ${item.reason}`;
     case 'ejected':

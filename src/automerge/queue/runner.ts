@@ -10,7 +10,7 @@
 import { hostname } from 'node:os';
 import { ProofgateError, errorMessage, isProofgateError, newId } from '../../core/index.js';
 import { loadRepoConfigAt, type RepoConfig } from '../../contracts/repo-config.js';
-import type { Forge, MergeCandidate, MergeQueuePort } from '../../forge/port.js';
+import type { CandidateLanding, Forge, MergeCandidate, MergeQueuePort } from '../../forge/port.js';
 import { automergeActive } from '../ledger.js';
 import { crashPoint } from '../loop/crash-seam.js';
 import type { LedgerStore } from '../loop/ledger-store.js';
@@ -223,8 +223,9 @@ export async function runQueue(context: QueueRunContext, base: string): Promise<
         continue;
       }
       await queues.requireLease(base, owner);
+      let landing: CandidateLanding;
       try {
-        await port.landCandidate(candidate);
+        landing = await port.landCandidate(candidate);
       } catch (error) {
         if (isProofgateError(error, 'BASE_MOVED')) {
           progress(`${base} moved outside the queue: the candidate is built again (${errorMessage(error)})`);
@@ -234,21 +235,82 @@ export async function runQueue(context: QueueRunContext, base: string): Promise<
           progress(`a head moved before landing: ${errorMessage(error)}`);
           continue;
         }
+        const refused = isProofgateError(error, 'NOT_MERGEABLE') ? batch.find((e) => e.change === error.details?.changeId) : undefined;
+        if (refused !== undefined) {
+          // The forge will not merge it now: it leaves, and its loop decides again on what the forge shows.
+          progress(`change ${refused.change} leaves the queue (NOT_MERGEABLE): ${errorMessage(error)}`);
+          await append([
+            { type: 'queue-removed', data: { change: refused.change, head: refused.head, code: 'NOT_MERGEABLE', reason: errorMessage(error), at: now() } },
+          ]);
+          continue;
+        }
         throw error;
       }
-      const landed = candidate.commits.map((commit) => ({ change: commit.changeId, head: commit.headSha, mergeCommit: commit.commit }));
-      const events: NewQueueEvent[] = [
-        { type: 'queue-landed', data: { candidate: candidateId, base: candidate.baseSha, tip: candidate.tip, changes: landed, at: now() } },
-      ];
+      const landed = landing.landed.map((commit) => ({ change: commit.changeId, head: commit.headSha, mergeCommit: commit.mergeCommit }));
+      const lastLanded = landed[landed.length - 1];
+      const events: NewQueueEvent[] = [];
+      if (lastLanded !== undefined) {
+        events.push({
+          type: 'queue-landed',
+          data: { candidate: candidateId, base: candidate.baseSha, tip: lastLanded.mergeCommit, changes: landed, at: now() },
+        });
+      }
+      if (landing.untested !== null && lastLanded !== undefined) {
+        const { tip, tree, testedTree, reason, staged } = landing.untested;
+        progress(
+          `the landed tree is not the tested one (${reason})${staged === null ? '' : `: its checks run on ${staged.ref} at ${staged.sha.slice(0, 12)}`}`,
+        );
+        events.push({
+          type: 'queue-untested',
+          data: { candidate: candidateId, changes: [lastLanded.change], tip, tree, testedTree, reason, staged, at: now() },
+        });
+      }
+      if (landing.stopped !== null) {
+        const { code, reason, changeId } = landing.stopped;
+        progress(`landing stopped after ${landed.length} change(s) (${code}): ${reason}`);
+        const refused = code === 'NOT_MERGEABLE' ? batch.find((e) => e.change === changeId) : undefined;
+        if (refused !== undefined) events.push({ type: 'queue-removed', data: { change: refused.change, head: refused.head, code, reason, at: now() } });
+      }
       if (plan.flaky !== null) {
         progress(`the failure of ${plan.flaky.failure.check ?? 'the checks'} did not come back while bisecting: reported flaky, charged to no change`);
         events.push({ type: 'queue-flaky', data: { changes: [...plan.flaky.changes], failure: plan.flaky.failure, at: now() } });
       }
-      await append(events);
+      if (events.length > 0) await append(events);
       queueCrashPoint('queue-landed-recorded');
       // The loop's own boundary: the forge merged, no change's ledger says so yet.
       crashPoint('merge-returned');
-      progress(`landed ${landed.map((l) => `#${l.change}`).join(' ')}: ${base} is ${candidate.tip.slice(0, 12)}`);
+      if (lastLanded !== undefined) progress(`landed ${landed.map((l) => `#${l.change}`).join(' ')}: ${base} is ${lastLanded.mergeCommit.slice(0, 12)}`);
+      if (landing.untested !== null && landing.untested.staged !== null && lastLanded !== undefined) {
+        // The landed tree was not the tested one: its checks run on the staging ref now, and the queue waits for them (as bors does).
+        const { tip, tree, staged } = landing.untested;
+        const commit = candidate.commits.find((c) => c.changeId === lastLanded.change);
+        const landedTip: MergeCandidate = {
+          baseRef: candidate.baseRef,
+          baseSha: tip,
+          commits: commit === undefined ? [] : [{ ...commit, commit: tip, tree }],
+          tip,
+          tree,
+          configKey: candidate.configKey,
+        };
+        progress(`checking the landed tip ${tip.slice(0, 12)} on ${staged.ref}`);
+        let result;
+        try {
+          result = await port.checkCandidate(landedTip, {
+            passedTrees: [],
+            ...(context.signal === undefined ? {} : { signal: context.signal }),
+            onProgress: progress,
+          });
+        } catch (error) {
+          if (isProofgateError(error, 'ABORTED')) return 'aborted';
+          throw error;
+        }
+        await append([
+          {
+            type: 'queue-untested-checked',
+            data: { candidate: candidateId, changes: [lastLanded.change], tip, key: result.key, passed: result.passed, failure: result.failure, at: now() },
+          },
+        ]);
+      }
     }
   } catch (error) {
     if (isProofgateError(error, 'LEASE_LOST')) {

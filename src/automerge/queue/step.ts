@@ -8,18 +8,18 @@
  */
 import { isProofgateError } from '../../core/index.js';
 import type { RepoConfig } from '../../contracts/repo-config.js';
-import type { ChangeSnapshot } from '../../forge/port.js';
+import type { ChangeSnapshot, Forge } from '../../forge/port.js';
 import type { AutomergeDecision } from '../decide.js';
 import { automergeActive, type AutomergeLedgerState } from '../ledger.js';
 import { renderStatusComment } from '../status-comment.js';
 import type { StatusWriter } from '../loop/status.js';
 import type { AutomergeEnvironment } from '../loop/types.js';
-import { queuePosition, type QueueState } from './queue.js';
+import { queuePosition, untestedChecksText, type QueueState } from './queue.js';
 import { leaseHolderGone } from '../loop/job.js';
 import { FINAL_REMOVALS, queueOwnerId, runQueue } from './runner.js';
 import { QueueStore } from './store.js';
 
-/** The queue settings of a base's trusted config (pure): on by default, batches of 4. */
+/** The queue settings of a base's trusted config (pure): batches of 4 unless set. */
 export interface QueueSettings {
   readonly enabled: boolean;
   readonly batchSize: number;
@@ -28,13 +28,19 @@ export interface QueueSettings {
 export const DEFAULT_BATCH_SIZE = 4;
 
 /**
- * The queue lands squash commits only: with `automerge.mergeMethod` `merge`
- * or `rebase` a change merges on its own, as without a queue.
+ * Whether proofgate's own queue runs for a base, and its batch size (pure).
+ * On the local forge it is on unless `automerge.queue.enabled` is false. On
+ * GitHub it is opt-in: only `automerge.queue.enabled: true` turns it on,
+ * because it needs the repository's CI to run on the staging branches
+ * (`proofgate-staging/<base>`); without it a change merges on its own. The
+ * queue lands squash commits only: with `automerge.mergeMethod` `merge` or
+ * `rebase` a change merges on its own, as without a queue.
  */
-export function queueSettings(config: RepoConfig): QueueSettings {
+export function queueSettings(config: RepoConfig, forgeKind: Forge['kind'] = 'local'): QueueSettings {
   const queue = config.automerge?.queue;
   const squash = (config.automerge?.mergeMethod ?? 'squash') === 'squash';
-  return { enabled: (queue?.enabled ?? true) && squash, batchSize: queue?.batchSize ?? DEFAULT_BATCH_SIZE };
+  const byDefault = forgeKind === 'local';
+  return { enabled: (queue?.enabled ?? byDefault) && squash, batchSize: queue?.batchSize ?? DEFAULT_BATCH_SIZE };
 }
 
 export type QueueStepResult =
@@ -82,7 +88,7 @@ export async function runQueueStep(
 ): Promise<QueueStepResult> {
   const changeId = snapshot.id;
   const base = snapshot.base.ref;
-  const settings = queueSettings(config);
+  const settings = queueSettings(config, env.forge.kind);
   const queues = queueStoreOf(env);
   const refused = await env.store.stepUnless(changeId, 'merge-attempt', { attempt: `queue-${head.slice(0, 12)}`, head }, ({ state }) =>
     state.merged !== null ? 'the change is merged already' : automergeActive(state) ? null : 'automerge was stopped after the merge was decided',
@@ -116,6 +122,15 @@ export async function runQueueStep(
     if (position.kind === 'left' && position.outcome.head === head) {
       const outcome = position.outcome;
       if (outcome.kind === 'landed') {
+        if (outcome.untested !== undefined) {
+          // Said on the change (its final comment's timeline) before the merge is recorded: the tree that landed was not the tested one.
+          await env.store.record(changeId, {
+            type: 'note',
+            id: `queue-untested-${outcome.mergeCommit.slice(0, 12)}`,
+            text: `merge queue: the landed tree was not the tested one: ${outcome.untested}${outcome.untestedChecks === undefined ? '' : `; the landed tree's ${untestedChecksText(outcome.untestedChecks)}`}`,
+            at: env.store.now(),
+          });
+        }
         const recorded = await env.store.load(changeId);
         const merged =
           recorded.state.merged ??

@@ -5,7 +5,8 @@
  * HEAD_MOVED, an unmergeable pull request (or a merge method the repository
  * does not allow) NOT_MERGEABLE, and neither changes anything on GitHub.
  * `enqueue` / `dequeue` are GitHub's merge queue (GraphQL mutations, see
- * merge-queue.ts). `deleteBranch` reads the ref and then deletes it (see `deleteBranch`
+ * merge-queue.ts); `mergeQueue` is proofgate's own queue on a staging branch
+ * (see staging-queue.ts). `deleteBranch` reads the ref and then deletes it (see `deleteBranch`
  * below for the window between the two).
  */
 import type { Octokit } from '@octokit/core';
@@ -20,6 +21,7 @@ import { dequeuePullRequest, enqueuePullRequest } from './merge-queue.js';
 import { checkedPushBranch, pushBranch } from './push.js';
 import { actorType, repoPermission } from './snapshot-mapping.js';
 import { readSnapshot } from './snapshot.js';
+import { githubStagingQueue, type StagingSettings } from './staging-queue.js';
 import { defaultRemoteUrl, githubWorkspace, missingWorkspace, type GitHubWorkspaceOptions } from './workspace.js';
 import { silentLogger } from '../../host/index.js';
 
@@ -35,6 +37,8 @@ interface ForgeTarget {
   readonly trustedBranch?: string;
   /** The change workspace: where clones live and the git remote (without it, `workspace` refuses with `CONFIG`). */
   readonly workspace?: GitHubWorkspaceOptions;
+  /** proofgate's own merge queue on GitHub (staging-queue.ts): how often and how long a candidate's checks are waited for. */
+  readonly staging?: StagingSettings;
 }
 
 export type GitHubForgeOptions = ForgeTarget & ({ readonly octokit: Octokit } | (GitHubClientOptions & { readonly octokit?: undefined }));
@@ -272,6 +276,9 @@ export function createGitHubForge(options: GitHubForgeOptions): Forge {
     },
 
     permission,
+
+    // proofgate's own queue (bors-style, on `proofgate-staging/<base>`): used where the base's config opts in and no ruleset requires GitHub's queue.
+    mergeQueue: githubStagingQueue({ octokit, owner, repo, logger, forge: () => forge, ...options.staging }),
   };
   return forge;
 }

@@ -16,7 +16,7 @@ export const SNAPSHOT_OPERATION = 'ProofgateChangeSnapshot';
 export const MAX_BASE_RULES = 100;
 
 /** What is read of each check run or commit status (the head's, and a merge group's). */
-const CHECK_CONTEXT_FIELDS = `                  __typename
+export const CHECK_CONTEXT_FIELDS = `                  __typename
                   ... on CheckRun {
                     databaseId
                     name

@@ -11,7 +11,7 @@
  */
 import { ProofgateError, type Clock } from '../../core/index.js';
 import { protectedBranchRefusal } from '../../contracts/repo-config.js';
-import type { CandidateBuild, CandidateCheckResult, CandidateCommit, MergeCandidate, MergeQueuePort, QueueCandidateEntry } from '../port.js';
+import type { CandidateBuild, CandidateCheckResult, CandidateCommit, CandidateLanding, MergeCandidate, MergeQueuePort, QueueCandidateEntry } from '../port.js';
 import type { TrustedConfig } from '../protection.js';
 import { runChecks } from './checks.js';
 import { squashMessage } from './merge.js';
@@ -187,7 +187,7 @@ export async function checkCandidate(
   return { passed: false, reused: false, key, failure: { check: failed.name, conclusion: failed.conclusion, log: failed.outputUrl } };
 }
 
-export async function landCandidate(context: CandidateContext, candidate: MergeCandidate): Promise<void> {
+export async function landCandidate(context: CandidateContext, candidate: MergeCandidate): Promise<CandidateLanding> {
   const { repo, store } = context;
   for (const commit of candidate.commits) {
     const record = await store.requireChange(commit.changeId);
@@ -223,6 +223,9 @@ export async function landCandidate(context: CandidateContext, candidate: MergeC
     before = commit.commit;
   }
   await store.append(branchStream(candidate.baseRef), [{ type: 'branch-pushed', data: { ref, before: candidate.baseSha, after: candidate.tip, at } }]);
+  // One compare-and-swap to the checked tip: what landed is exactly what was tested.
+  const landed = candidate.commits.map((commit) => ({ changeId: commit.changeId, headSha: commit.headSha, mergeCommit: commit.commit }));
+  return { landed, untested: null, stopped: null };
 }
 
 /** The port as the local forge offers it. */

@@ -96,6 +96,8 @@ function repository(model: RepositoryModel, baseUrl: string): Resolved {
       const sha = model.branches.get(name);
       return sha === undefined ? null : { __typename: 'Ref', name, prefix: 'refs/heads/', target: commit(model, sha) };
     },
+    // A commit by its id (GitHub's `object(oid:)`), with its checks; null for an id the repository does not have.
+    object: (args: Args) => (typeof args.oid === 'string' && model.hasCommit(args.oid) ? commit(model, args.oid) : null),
     pullRequest: (args: Args, path: readonly string[]) => {
       const pr = model.pulls.get(Number(args.number));
       if (pr === undefined) {

@@ -4,7 +4,7 @@
  * (open a pull request, push a head, add checks) and the server's REST and
  * GraphQL answers read and change it.
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { ActionsModel } from './actions-model.js';
 import { MergeQueueModel } from './merge-queue-model.js';
 
@@ -71,6 +71,16 @@ export class RepositoryModel {
   readonly mergeQueue: MergeQueueModel = new MergeQueueModel(this, () => this.serverUrl);
   /** Where the server serves the API (set by the server; payloads name it). */
   serverUrl = 'http://127.0.0.1';
+  /**
+   * Called by `pulls/merge` right before it merges (after every check
+   * passed): a test moves the base here to play someone pushing in the
+   * window between proofgate's read of the base and its merge.
+   */
+  beforePullMerge: ((number: number) => void) | null = null;
+  /** Called after any branch moved or was created (a push): a test plays CI that runs on pushes here. */
+  afterBranchSet: ((name: string, sha: string) => void) | null = null;
+  /** Commit messages by sha (commits made by `mergeIntoBranch`; others have a default). */
+  private readonly messages = new Map<string, string>();
   private readonly commits = new Map<string, Commit>();
   /**
    * The last sha of each deleted branch: a pull request keeps showing the
@@ -140,6 +150,90 @@ export class RepositoryModel {
     return this.commits.has(sha);
   }
 
+  /**
+   * The tree id of a commit: a 40-hex digest of its files (paths and
+   * contents), so two commits with the same files have the same tree.
+   */
+  treeOf(sha: string): string {
+    const files = [...this.requireCommit(sha).files.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    const hash = createHash('sha1');
+    for (const [path, bytes] of files) hash.update(`${path}\0${createHash('sha1').update(bytes).digest('hex')}\n`);
+    return hash.digest('hex');
+  }
+
+  /** The message of a commit (a default for commits made without one). */
+  messageOf(sha: string): string {
+    return this.messages.get(sha) ?? `commit ${sha.slice(0, 12)}`;
+  }
+
+  /** A best common ancestor of two commits (the nearest to `b` among `a`'s ancestors), or null. */
+  mergeBase(a: string, b: string): string | null {
+    const ofA = new Set<string>();
+    const stack = [a];
+    while (stack.length > 0) {
+      const next = stack.pop() as string;
+      if (ofA.has(next)) continue;
+      ofA.add(next);
+      stack.push(...(this.commits.get(next)?.parents ?? []));
+    }
+    const queue = [b];
+    const seen = new Set<string>();
+    while (queue.length > 0) {
+      const next = queue.shift() as string;
+      if (ofA.has(next)) return next;
+      if (seen.has(next)) continue;
+      seen.add(next);
+      queue.push(...(this.commits.get(next)?.parents ?? []));
+    }
+    return null;
+  }
+
+  /**
+   * A three-way merge at file level of `theirs` into `ours` against their
+   * merge base: a file changed on one side only takes that side, a file
+   * changed on both sides the same way takes it, and a file changed on both
+   * sides differently is a conflict (the files hold `theirs`'s version of
+   * it). The merged files and the conflicting paths.
+   */
+  threeWay(ours: string, theirs: string): { files: Map<string, Uint8Array>; conflicts: string[] } {
+    const baseSha = this.mergeBase(ours, theirs);
+    const base = baseSha === null ? new Map<string, Uint8Array>() : this.requireCommit(baseSha).files;
+    const o = this.requireCommit(ours).files;
+    const t = this.requireCommit(theirs).files;
+    const same = (x: Uint8Array | undefined, y: Uint8Array | undefined) =>
+      x === undefined || y === undefined ? x === y : Buffer.from(x).equals(Buffer.from(y));
+    const files = new Map<string, Uint8Array>();
+    const conflicts: string[] = [];
+    for (const path of new Set([...base.keys(), ...o.keys(), ...t.keys()])) {
+      const [b, x, y] = [base.get(path), o.get(path), t.get(path)];
+      const clean = same(x, y) || same(y, b) || same(x, b);
+      if (!clean) conflicts.push(path);
+      const merged = !clean ? y : same(y, b) ? x : y;
+      if (merged !== undefined) files.set(path, merged);
+    }
+    return { files, conflicts: conflicts.sort() };
+  }
+
+  /**
+   * GitHub's merges API: merge `head` (a sha or branch) into branch `base`
+   * with a merge commit (parents: the base tip, then the head). `nothing`
+   * when the head is already contained in the base; `conflict` when the
+   * three-way merge conflicts; the branch moves only on `merged`.
+   */
+  mergeIntoBranch(base: string, head: string, message: string): { kind: 'merged'; sha: string } | { kind: 'nothing' } | { kind: 'conflict'; paths: string[] } {
+    const tip = this.requireBranch(base);
+    const headSha = this.resolve(head);
+    if (headSha === null) throw new Error(`unknown head ${head}`);
+    if (this.isAncestor(headSha, tip)) return { kind: 'nothing' };
+    const merged = this.threeWay(tip, headSha);
+    if (merged.conflicts.length > 0) return { kind: 'conflict', paths: merged.conflicts };
+    const sha = randomBytes(20).toString('hex');
+    this.commits.set(sha, { parents: [tip, headSha], files: merged.files });
+    this.messages.set(sha, message);
+    this.setBranch(base, sha);
+    return { kind: 'merged', sha };
+  }
+
   /** True when `ancestor` is `sha` or reachable from it through parents. */
   isAncestor(ancestor: string, sha: string): boolean {
     const queue = [sha];
@@ -173,6 +267,7 @@ export class RepositoryModel {
     const before = this.branches.get(name);
     this.branches.set(name, sha);
     this.deletedBranches.delete(name);
+    if (before !== sha) this.afterBranchSet?.(name, sha);
     if (before === undefined || before === sha) return;
     const moved = [...this.pulls.values()].filter((pr) => pr.headRef === name && pr.state === 'open');
     if (moved.length === 0) return;
@@ -485,12 +580,18 @@ export class RepositoryModel {
       .map((check) => check.context);
   }
 
-  /** Squash-merges a pull request: one new commit on the base carrying the head's files. */
+  /**
+   * Squash-merges a pull request: one new commit on the base whose files are
+   * the three-way merge of the head into the base (what the base gained
+   * since the head branched off stays); a conflicting file takes the head's
+   * version (GitHub would have refused the merge as not mergeable).
+   */
   squashMerge(number: number): string {
     const base = this.baseSha(number);
-    const head = this.requireCommit(this.headSha(number));
+    const headSha = this.headSha(number);
+    const { files } = this.threeWay(base, headSha);
     const sha = this.commit({ parent: base });
-    this.commits.set(sha, { parents: [base], files: new Map(head.files) });
+    this.commits.set(sha, { parents: [base], files });
     return this.landMerge(number, sha, 'squash');
   }
 

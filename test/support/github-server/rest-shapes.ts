@@ -376,3 +376,81 @@ export function validationError(message: string, errors: readonly { resource: st
 export function fullRepository(model: RepositoryModel, web: string, api: string): Record<string, unknown> {
   return { ...repository(model, web, api), network_count: 0, subscribers_count: 0 };
 }
+
+const GIT_USER = { name: 'GitHub', email: 'noreply@github.com' };
+const UNSIGNED = { verified: false, reason: 'unsigned', signature: null, payload: null, verified_at: null };
+
+function parentsOf(model: RepositoryModel, sha: string, web: string, api: string): Record<string, unknown>[] {
+  const repoApi = `${api}/repos/${model.owner}/${model.repo}`;
+  return model
+    .parentsOf(sha)
+    .map((parent) => ({ sha: parent, url: `${repoApi}/git/commits/${parent}`, html_url: `${web}/${model.owner}/${model.repo}/commit/${parent}` }));
+}
+
+/** A git commit (`git/get-commit`): its tree, parents and message. */
+export function gitCommit(model: RepositoryModel, sha: string, web: string, api: string): Record<string, unknown> {
+  const repoApi = `${api}/repos/${model.owner}/${model.repo}`;
+  const date = model.latest();
+  return {
+    sha,
+    node_id: Buffer.from(`04:Commit${sha}`).toString('base64'),
+    url: `${repoApi}/git/commits/${sha}`,
+    html_url: `${web}/${model.owner}/${model.repo}/commit/${sha}`,
+    author: { ...GIT_USER, date },
+    committer: { ...GIT_USER, date },
+    tree: { sha: model.treeOf(sha), url: `${repoApi}/git/trees/${model.treeOf(sha)}` },
+    message: model.messageOf(sha),
+    parents: parentsOf(model, sha, web, api),
+    verification: UNSIGNED,
+  };
+}
+
+/** A commit as the commits and merges APIs answer it (`repos/merge` 201). */
+export function commitOf(model: RepositoryModel, sha: string, web: string, api: string): Record<string, unknown> {
+  const repoApi = `${api}/repos/${model.owner}/${model.repo}`;
+  const date = model.latest();
+  return {
+    url: `${repoApi}/commits/${sha}`,
+    sha,
+    node_id: Buffer.from(`04:Commit${sha}`).toString('base64'),
+    html_url: `${web}/${model.owner}/${model.repo}/commit/${sha}`,
+    comments_url: `${repoApi}/commits/${sha}/comments`,
+    commit: {
+      url: `${repoApi}/git/commits/${sha}`,
+      author: { ...GIT_USER, date },
+      committer: { ...GIT_USER, date },
+      message: model.messageOf(sha),
+      comment_count: 0,
+      tree: { sha: model.treeOf(sha), url: `${repoApi}/git/trees/${model.treeOf(sha)}` },
+      verification: UNSIGNED,
+    },
+    author: null,
+    committer: null,
+    parents: parentsOf(model, sha, web, api),
+  };
+}
+
+/** One file of a pull request's diff (`pulls/list-files`). */
+export function diffEntry(
+  model: RepositoryModel,
+  path: string,
+  status: 'added' | 'removed' | 'modified',
+  head: string,
+  bytes: Uint8Array | null,
+  web: string,
+  api: string,
+): Record<string, unknown> {
+  const repoApi = `${api}/repos/${model.owner}/${model.repo}`;
+  const lines = bytes === null ? 0 : Buffer.from(bytes).toString('utf8').split('\n').length;
+  return {
+    sha: bytes === null ? null : fileContent(model, path, head, bytes, web, api).sha,
+    filename: path,
+    status,
+    additions: status === 'removed' ? 0 : lines,
+    deletions: status === 'added' ? 0 : 1,
+    changes: lines + 1,
+    blob_url: `${web}/${model.owner}/${model.repo}/blob/${head}/${path}`,
+    raw_url: `${web}/${model.owner}/${model.repo}/raw/${head}/${path}`,
+    contents_url: `${repoApi}/contents/${path}?ref=${head}`,
+  };
+}

@@ -9,7 +9,10 @@ import { actionsHandlers } from './actions-rest.js';
 import type { ModelApp, ModelPullRequest, RepositoryModel, Role } from './model.js';
 import {
   DOCS,
+  commitOf,
+  diffEntry,
   error,
+  gitCommit,
   fileContent,
   gitRef,
   githubApp,
@@ -287,8 +290,49 @@ const handlers: Readonly<Record<string, Handler>> = {
     const missing = req.model.missingRequiredChecks(pr.baseRef, req.model.headSha(number));
     if (missing.length > 0) return notMergeable(`Required status check "${missing[0] ?? ''}" is expected.`);
     if (!req.model.mergeMethods.has(method)) return notMergeable(DISALLOWED_METHOD[method]);
+    req.model.beforePullMerge?.(number);
     const merged = req.model.merge(number, method);
     return { status: 200, body: { sha: merged, merged: true, message: 'Pull Request successfully merged' } };
+  },
+
+  // Merge a head (a sha or a branch) into a branch with a merge commit: 201, 204 when the head is already in, 409 on a conflict.
+  'repos/merge': (req) => {
+    const base = field(req.body, 'base');
+    const head = field(req.body, 'head');
+    const message = field(req.body, 'commit_message');
+    if (typeof base !== 'string' || typeof head !== 'string') {
+      return { status: 422, body: validationError('Validation Failed', [{ resource: 'Merge', field: 'base', code: 'missing_field' }]) };
+    }
+    if (!req.model.branches.has(base)) return { status: 404, body: error('Base does not exist', 404) };
+    if (req.model.resolve(head) === null) return { status: 404, body: error('Head does not exist', 404) };
+    const merged = req.model.mergeIntoBranch(base, head, typeof message === 'string' && message !== '' ? message : `Merge ${head} into ${base}`);
+    if (merged.kind === 'nothing') return { status: 204, body: undefined };
+    if (merged.kind === 'conflict') return { status: 409, body: { message: 'Merge conflict', documentation_url: DOCS } };
+    return { status: 201, body: commitOf(req.model, merged.sha, req.web, req.api) };
+  },
+
+  'git/get-commit': (req) => {
+    const sha = req.params.commit_sha ?? '';
+    return req.model.hasCommit(sha) ? { status: 200, body: gitCommit(req.model, sha, req.web, req.api) } : notFound();
+  },
+
+  // A pull request's files: what its head changes against the merge base of its base and head.
+  'pulls/list-files': (req) => {
+    const number = issueNumber(req, 'pull_number');
+    if (number === null) return notFound();
+    const { model } = req;
+    const head = model.headSha(number);
+    const from = model.mergeBase(model.baseSha(number), head);
+    const paths = new Set([...(from === null ? [] : model.filesAt(from)), ...model.filesAt(head)]);
+    const entries = [...paths].sort().flatMap((path) => {
+      const before = from === null ? null : model.file(from, path);
+      const after = model.file(head, path);
+      if (before !== null && after !== null && Buffer.from(before).equals(Buffer.from(after))) return [];
+      const status = before === null ? 'added' : after === null ? 'removed' : 'modified';
+      return [diffEntry(model, path, status, head, after, req.web, req.api)];
+    });
+    const page = paged(req, entries);
+    return { status: 200, body: page.items, headers: page.headers };
   },
 
   'git/get-ref': (req) => {

@@ -6,7 +6,9 @@
  * directory. The token is the identity: `--as` is refused. A server's refusal
  * comes back as the typed error direct mode would raise (the same code, so the
  * same exit status). The token is sent only in the Authorization header and
- * never appears in any output or error text.
+ * never appears in any output or error text. A job a comment started or
+ * joined is followed through the server's progress stream (NDJSON), whose
+ * lines the command prints as direct mode prints its own.
  */
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
@@ -136,19 +138,150 @@ export interface RemoteOutcome {
 export type FollowedJob =
   { readonly kind: 'ran'; readonly outcome: RemoteOutcome } | { readonly kind: 'held-elsewhere'; readonly holder: string; readonly until: string };
 
-/** The end of an automerge job a comment started, waited for (each request waits on the server; no sleeping here). */
-export async function followComment(target: RemoteTarget, changeId: string, commentId: string): Promise<FollowedJob> {
-  for (;;) {
-    const end = await remoteCall<{ status: string; result?: string; outcome?: RemoteOutcome; holder?: string; until?: string; error?: string }>(
-      target,
-      'GET',
-      `/api/changes/${encodeURIComponent(changeId)}/comments/${encodeURIComponent(commentId)}/outcome`,
-    );
-    if (end.status === 'running') continue;
-    if (end.result === 'ran' && end.outcome !== undefined) return { kind: 'ran', outcome: end.outcome };
-    if (end.result === 'held-elsewhere' || end.result === 'lease-lost') return { kind: 'held-elsewhere', holder: end.holder ?? '?', until: end.until ?? '?' };
-    throw new ProofgateError('FORGE_API', `the server's automerge job of change ${changeId} failed: ${end.error ?? 'unknown'}`);
+/** One progress line of a followed job, as the server streams it (`text` is untrusted: print it escaped). */
+export interface RemoteProgress {
+  readonly changeId: string;
+  readonly at: string;
+  readonly text: string;
+}
+
+/** What one line of a progress stream says. Pure. */
+export type StreamItem =
+  | { readonly kind: 'progress'; readonly seq: number; readonly progress: RemoteProgress }
+  | { readonly kind: 'dropped'; readonly count: number }
+  | { readonly kind: 'end'; readonly end: Record<string, unknown> };
+
+/** Read one NDJSON line of a progress stream; null for one this client does not know (skipped). Pure. */
+export function streamItem(line: string): StreamItem | null {
+  let value: unknown;
+  try {
+    value = JSON.parse(line);
+  } catch {
+    throw new ProofgateError('FORGE_API', "the server's progress stream holds a line that is not JSON");
   }
+  const record = typeof value === 'object' && value !== null ? (value as Record<string, unknown>) : {};
+  const progress = record.progress as Record<string, unknown> | undefined;
+  if (typeof progress === 'object' && progress !== null) {
+    const { seq, changeId, at, text } = progress;
+    if (typeof seq === 'number' && typeof changeId === 'string' && typeof at === 'string' && typeof text === 'string')
+      return { kind: 'progress', seq, progress: { changeId, at, text } };
+  }
+  const dropped = record.dropped as Record<string, unknown> | undefined;
+  if (typeof dropped === 'object' && dropped !== null && typeof dropped.count === 'number') return { kind: 'dropped', count: dropped.count };
+  if (typeof record.end === 'object' && record.end !== null) return { kind: 'end', end: record.end as Record<string, unknown> };
+  return null;
+}
+
+/** The longest line of a progress stream this client reads. */
+const MAX_STREAM_LINE = 4 * 1024 * 1024;
+
+/**
+ * Read one progress stream to its end line (null: the answer ended without
+ * one, e.g. the server stopped), handing each item to `onItem`. A refusal is
+ * its typed error, as for `remoteCall`.
+ */
+function readStream(target: RemoteTarget, path: string, onItem: (item: Exclude<StreamItem, { kind: 'end' }>) => void): Promise<Record<string, unknown> | null> {
+  const url = new URL(path, target.url);
+  const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
+  const headers: Record<string, string> = { accept: 'application/x-ndjson' };
+  if (target.token !== null) headers.authorization = `Bearer ${target.token}`;
+  return new Promise((resolve, reject) => {
+    const req = send(url, { method: 'GET', headers }, (res) => {
+      const status = res.statusCode ?? 0;
+      if (status < 200 || status > 299) {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.length < 64 && chunks.push(chunk));
+        res.on('end', () => {
+          let parsed: unknown = null;
+          try {
+            parsed = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+          } catch {
+            parsed = null;
+          }
+          reject(remoteError(status, parsed, target.token));
+        });
+        res.on('error', reject);
+        return;
+      }
+      res.setEncoding('utf8');
+      let pending = '';
+      let end: Record<string, unknown> | null = null;
+      res.on('data', (chunk: string) => {
+        pending += chunk;
+        try {
+          for (let newline = pending.indexOf('\n'); newline >= 0 && end === null; newline = pending.indexOf('\n')) {
+            const line = pending.slice(0, newline);
+            pending = pending.slice(newline + 1);
+            if (line.trim() === '') continue;
+            const item = streamItem(line);
+            if (item === null) continue;
+            if (item.kind === 'end') end = item.end;
+            else onItem(item);
+          }
+          if (pending.length > MAX_STREAM_LINE) throw new ProofgateError('FORGE_API', "a line of the server's progress stream is too long");
+        } catch (error) {
+          req.destroy();
+          reject(error);
+        }
+      });
+      // Ended, or cut (a server that stopped): without the end line, the caller reads again.
+      res.on('close', () => resolve(end));
+      res.on('error', () => resolve(end));
+    });
+    req.on('error', (error) => {
+      const code = (error as NodeJS.ErrnoException).code;
+      reject(
+        error instanceof ProofgateError
+          ? error
+          : new ProofgateError('IO', `cannot reach the proofgate server at ${target.url}${code === undefined ? '' : ` (${code})`}`),
+      );
+    });
+    req.end();
+  });
+}
+
+/**
+ * Follow the automerge job a comment started or joined to its end, through
+ * the server's progress stream: each progress line goes to `onProgress` as it
+ * comes (a count of lines the server dropped for this reader too, as a line
+ * of its own), then the end is returned. A stream cut before its end is read
+ * again from the last line seen; one that gives nothing new twice is an error.
+ */
+export async function followComment(
+  target: RemoteTarget,
+  changeId: string,
+  commentId: string,
+  onProgress: (progress: RemoteProgress) => void = () => undefined,
+): Promise<FollowedJob> {
+  const path = `/api/changes/${encodeURIComponent(changeId)}/comments/${encodeURIComponent(commentId)}/progress`;
+  let after = 0;
+  let idle = 0;
+  for (;;) {
+    let moved = false;
+    const end = await readStream(target, `${path}?after=${after}`, (item) => {
+      moved = true;
+      if (item.kind === 'progress') {
+        after = item.seq;
+        onProgress(item.progress);
+      } else {
+        onProgress({ changeId, at: '', text: `(${item.count} progress line${item.count === 1 ? '' : 's'} dropped: this client read too slowly)` });
+      }
+    });
+    if (end !== null) return followedEnd(changeId, end);
+    idle = moved ? 0 : idle + 1;
+    if (idle >= 2) throw new ProofgateError('FORGE_API', `the server's progress stream of change ${changeId} ended before the job did`);
+  }
+}
+
+/** How a followed job ended, from the server's end record. Pure. */
+function followedEnd(
+  changeId: string,
+  end: { status?: unknown; result?: unknown; outcome?: unknown; holder?: unknown; until?: unknown; error?: unknown },
+): FollowedJob {
+  if (end.result === 'ran' && typeof end.outcome === 'object' && end.outcome !== null) return { kind: 'ran', outcome: end.outcome as RemoteOutcome };
+  if (end.result === 'held-elsewhere' || end.result === 'lease-lost')
+    return { kind: 'held-elsewhere', holder: typeof end.holder === 'string' ? end.holder : '?', until: typeof end.until === 'string' ? end.until : '?' };
+  throw new ProofgateError('FORGE_API', `the server's automerge job of change ${changeId} failed: ${typeof end.error === 'string' ? end.error : 'unknown'}`);
 }
 
 /** The loop-outcome shape the human renderer reads, from a server's outcome. Pure. */

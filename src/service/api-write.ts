@@ -14,7 +14,10 @@
  *   author's permission, as `proofgate change show` shows it;
  * - `GET /api/changes/:id/comments/:commentId/outcome`: the end of the
  *   automerge job a comment posted here started or joined (waits up to
- *   `waitMs` for it; `{ status: "running" }` when it is not over yet).
+ *   `waitMs` for it; `{ status: "running" }` when it is not over yet);
+ * - `GET /api/changes/:id/comments/:commentId/progress[?after=SEQ]`: that
+ *   job's progress lines as they come, then its end (NDJSON, see
+ *   `automerge-stream.ts`); read permission is enough.
  *
  * Every write is made as the token's identity: the author is never read from
  * the body (unknown fields are dropped). Opening, commenting and running
@@ -32,6 +35,7 @@ import { listedChanges, shownChange } from '../automerge/queue/change-records.js
 import type { ChangeSnapshot, ForgeComment, RepoPermission } from '../forge/port.js';
 import { collectVerdicts } from '../automerge/markers.js';
 import type { Answer, ApiCaller, ServiceApi } from './http.js';
+import { ProgressHub, streamJournal, type ProgressJournal } from './automerge-stream.js';
 import { permits, type IdentityStore } from './identities.js';
 import { sameLogin } from '../contracts/repo-config.js';
 
@@ -126,7 +130,13 @@ function zodProblem(error: z.ZodError): string {
   return issue === undefined ? 'the body is malformed' : `${issue.path.join('.') || 'body'}: ${issue.message}`;
 }
 
-type Follow = { readonly changeId: string; readonly done: Promise<Record<string, unknown>>; ended: Record<string, unknown> | null };
+type Follow = {
+  readonly changeId: string;
+  readonly done: Promise<Record<string, unknown>>;
+  ended: Record<string, unknown> | null;
+  /** The job's progress lines, from the comment's post to the job's end. */
+  readonly journal: ProgressJournal;
+};
 
 function followEnd(result: JobResult): Record<string, unknown> {
   if (result.kind === 'ran') return { status: 'ended', result: 'ran', outcome: outcomeJson(result.outcome) };
@@ -142,6 +152,8 @@ export interface WriteApiOptions {
   readonly waitMs?: number;
   /** How a comment is routed (default: `routeOnce` of the automerge router); the service shares one with its tail of the store. */
   readonly route?: (changeId: string, comment: ForgeComment) => Promise<RouteResult>;
+  /** Where the automerge wiring's progress lines are published (the service's `onProgress`); default: a hub nothing publishes to. */
+  readonly progress?: ProgressHub;
 }
 
 /** Comment versions remembered by `routeOnce`. */
@@ -172,21 +184,34 @@ export function routeOnce(router: Pick<AutomergeRouter, 'handleComment'>): (chan
 
 /** Follows kept at most (the oldest ended ones go first). */
 const MAX_FOLLOWS = 1000;
+/** Ended follows whose progress lines are kept for a late reader (the oldest ended ones' lines go first). */
+export const MAX_ENDED_JOURNALS = 32;
+
+const STREAM_PATH = new RegExp(`^/api/changes/${CHANGE_ID}/comments/(cmt_[A-Za-z0-9_-]{1,64})/progress$`);
 
 /** The write API, joined to a read API (`reads`): its own GET routes first, then `reads`. */
 export function withWriteApi(reads: ServiceApi, options: WriteApiOptions): ServiceApi {
   const { forge, automerge, logger } = options;
   const waitMs = options.waitMs ?? 20_000;
   const route = options.route ?? routeOnce(automerge.router);
+  const progress = options.progress ?? new ProgressHub();
   const follows = new Map<string, Follow>();
+  /** Ended follows whose journals still hold lines, oldest end first. */
+  const endedJournals: ProgressJournal[] = [];
 
-  const remember = (commentId: string, changeId: string, done: Promise<JobResult>): void => {
+  const remember = (commentId: string, changeId: string, done: Promise<JobResult>, journal: ProgressJournal): void => {
     const follow: Follow = {
       changeId,
       ended: null,
+      journal,
       done: done.then(followEnd, (error: unknown) => ({ status: 'ended', result: 'failed', error: errorMessage(error) })),
     };
-    void follow.done.then((end) => (follow.ended = end));
+    void follow.done.then((end) => {
+      follow.ended = end;
+      journal.finish(end);
+      endedJournals.push(journal);
+      if (endedJournals.length > MAX_ENDED_JOURNALS) endedJournals.shift()?.release();
+    });
     follows.set(commentId, follow);
     for (const [key, entry] of follows) {
       if (follows.size <= MAX_FOLLOWS) break;
@@ -197,27 +222,33 @@ export function withWriteApi(reads: ServiceApi, options: WriteApiOptions): Servi
   const comment = async (changeId: string, body: unknown, caller: ApiCaller): Promise<Answer> => {
     const parsed = CommentBody.safeParse(body);
     if (!parsed.success) return failure(400, zodProblem(parsed.error), 'INVALID_INPUT');
-    const posted = await forge.commentAs(changeId, parsed.data.body, caller.login);
-    logger.info({ changeId, commentId: posted.id, author: caller.login }, 'comment posted through the api');
-    // Routed here (the service's tail may see it first: the ledger applies it once, and a running job is joined).
-    let refused: readonly { command: string; reason: string }[] = [];
+    // The change's progress lines from here on: the router's (the command taken) and the job's, if one follows.
+    const journal = progress.capture(changeId);
     let following = false;
     try {
-      const routed = await route(changeId, posted);
-      refused = routed.refused;
-      let dispatch = routed.dispatch;
-      if (dispatch === null && routed.commands.length > refused.length) {
-        const { state } = await automerge.env.store.load(changeId);
-        if (automergeActive(state) && state.merged === null) dispatch = automerge.jobs.dispatch(changeId);
+      const posted = await forge.commentAs(changeId, parsed.data.body, caller.login);
+      logger.info({ changeId, commentId: posted.id, author: caller.login }, 'comment posted through the api');
+      // Routed here (the service's tail may see it first: the ledger applies it once, and a running job is joined).
+      let refused: readonly { command: string; reason: string }[] = [];
+      try {
+        const routed = await route(changeId, posted);
+        refused = routed.refused;
+        let dispatch = routed.dispatch;
+        if (dispatch === null && routed.commands.length > refused.length) {
+          const { state } = await automerge.env.store.load(changeId);
+          if (automergeActive(state) && state.merged === null) dispatch = automerge.jobs.dispatch(changeId);
+        }
+        if (dispatch !== null) {
+          remember(posted.id, changeId, dispatch.done, journal);
+          following = true;
+        }
+      } catch (error) {
+        logger.warn({ changeId, commentId: posted.id, err: errorMessage(error) }, 'comment not routed');
       }
-      if (dispatch !== null) {
-        remember(posted.id, changeId, dispatch.done);
-        following = true;
-      }
-    } catch (error) {
-      logger.warn({ changeId, commentId: posted.id, err: errorMessage(error) }, 'comment not routed');
+      return { status: 201, body: { comment: posted, refused, following } };
+    } finally {
+      if (!following) journal.close();
     }
-    return { status: 201, body: { comment: posted, refused, following } };
   };
 
   const write = async (kind: WriteKind, changeId: string | null, body: unknown, caller: ApiCaller): Promise<Answer> => {
@@ -296,6 +327,18 @@ export function withWriteApi(reads: ServiceApi, options: WriteApiOptions): Servi
         return answer;
       }
       return reads.get(path, caller, query);
+    },
+    async stream(path, _caller, query, res) {
+      const match = STREAM_PATH.exec(path);
+      if (match === null) return null;
+      const [changeId, commentId] = [match[1] as string, match[2] as string];
+      const after = query.get('after') ?? '0';
+      if (!/^(?:0|[1-9][0-9]{0,15})$/.test(after)) return failure(400, 'after must be a line number (0 or more)', 'INVALID_INPUT');
+      const follow = follows.get(commentId);
+      if (follow === undefined || follow.changeId !== changeId)
+        return failure(404, `no job followed for comment ${commentId} on change ${changeId}`, 'NOT_FOUND');
+      await streamJournal(res, progress, follow.journal, Number(after));
+      return 'streamed';
     },
     writes: (path) => writeRoute(path) !== null,
     async post(path, body, caller) {

@@ -24,6 +24,14 @@
  * `maxBodyBytes`: past it git is stopped, the answer is 413 and the connection
  * is cut.
  *
+ * All git requests share one budget (`GitBudget`): at most `maxProcesses`
+ * authenticated requests are served at once (each runs one `git
+ * http-backend`), and the command lists being read and held by all of them
+ * together stay under `maxBufferedBytes`. A request past either is refused
+ * at once, before git starts (503 with `Retry-After`; nothing stored), and
+ * gives back what it took; so does every request when it ends, however it
+ * ends. There is no queue: a refused client tries again.
+ *
  * `git http-backend` runs as the service's user with exactly the environment
  * built here (the CGI variables, `REMOTE_USER` the login, nothing of the
  * service's own environment but PATH, HOME and the locale) and with
@@ -45,6 +53,7 @@ import type { RepoPermission } from '../forge/port.js';
 import type { ApiCaller, GitEndpoint } from './http.js';
 import { bearerToken, isTokenShape, permits } from './identities.js';
 import { logText } from './intake.js';
+import { ProofgateError } from '../core/index.js';
 
 /** Largest request body (a push's pack) by default. */
 export const DEFAULT_GIT_MAX_BODY_BYTES = 256 * 1024 * 1024;
@@ -52,6 +61,124 @@ export const DEFAULT_GIT_MAX_BODY_BYTES = 256 * 1024 * 1024;
 export const DEFAULT_GIT_TIMEOUT_MS = 10 * 60_000;
 /** Most ref updates one push may carry. */
 export const MAX_PUSH_COMMANDS = 1000;
+/** Bytes all git requests may hold in memory together by default (16 push command lists of the largest size). */
+export const DEFAULT_GIT_MAX_BUFFERED_BYTES = 16 * 1024 * 1024;
+/** git requests served (git http-backend processes running) at once by default. */
+export const DEFAULT_GIT_MAX_PROCESSES = 8;
+/** Most git requests at once that `PROOFGATE_GIT_MAX_PROCESSES` may allow. */
+export const MAX_GIT_PROCESSES = 1024;
+
+/** The environment variables of the git budget. */
+export const GIT_BUDGET_SETTING = { maxBufferedBytes: 'PROOFGATE_GIT_MAX_BUFFERED_BYTES', maxProcesses: 'PROOFGATE_GIT_MAX_PROCESSES' } as const;
+
+/** The budget all git requests share. */
+export interface GitBudgetSettings {
+  /** Bytes of request bodies (push command lists) held in memory by all git requests together. */
+  readonly maxBufferedBytes: number;
+  /** Requests served at once, each running one git http-backend. */
+  readonly maxProcesses: number;
+}
+
+/** What the git requests hold now. */
+export interface GitBudgetUsage {
+  readonly processes: number;
+  readonly bufferedBytes: number;
+}
+
+/** One request's part of the budget. */
+export interface GitHold {
+  /** Hold `bytes` more; false (nothing taken) when that would pass the budget. */
+  take(bytes: number): boolean;
+  /** Give back the slot and every byte held. Safe to call more than once. */
+  release(): void;
+}
+
+/** The budget of every git request of one endpoint. */
+export interface GitBudget {
+  readonly settings: GitBudgetSettings;
+  /** A slot for one request, or null when `maxProcesses` are taken. */
+  enter(): GitHold | null;
+  usage(): GitBudgetUsage;
+  /** Resolves once `test(usage())` holds (checked now and at each change). */
+  until(test: (usage: GitBudgetUsage) => boolean): Promise<void>;
+}
+
+function budgetInteger(name: string, value: number, min: number, max: number): number {
+  if (!Number.isSafeInteger(value) || value < min || value > max) throw new ProofgateError('CONFIG', `${name} must be an integer from ${min} to ${max}`);
+  return value;
+}
+
+/**
+ * The budget settings from the environment (pure): each variable unset means
+ * its default; set, it must be a whole number, `PROOFGATE_GIT_MAX_BUFFERED_BYTES`
+ * at least one command list's cap (1 MiB), `PROOFGATE_GIT_MAX_PROCESSES` from
+ * 1 to 1024. A bad value is a CONFIG error naming the variable, never its value.
+ */
+export function gitBudgetSettingsFrom(env: Readonly<Record<string, string | undefined>>): GitBudgetSettings {
+  const read = (name: string, fallback: number, min: number, max: number): number => {
+    const text = env[name];
+    if (text === undefined) return fallback;
+    return budgetInteger(name, /^[0-9]{1,16}$/.test(text) ? Number(text) : Number.NaN, min, max);
+  };
+  return {
+    maxBufferedBytes: read(GIT_BUDGET_SETTING.maxBufferedBytes, DEFAULT_GIT_MAX_BUFFERED_BYTES, MAX_COMMAND_LIST_BYTES, Number.MAX_SAFE_INTEGER),
+    maxProcesses: read(GIT_BUDGET_SETTING.maxProcesses, DEFAULT_GIT_MAX_PROCESSES, 1, MAX_GIT_PROCESSES),
+  };
+}
+
+/** A budget for one endpoint (the defaults where a setting is not given). */
+export function gitBudget(settings: Partial<GitBudgetSettings> = {}): GitBudget {
+  const limits: GitBudgetSettings = {
+    maxBufferedBytes: budgetInteger('maxBufferedBytes', settings.maxBufferedBytes ?? DEFAULT_GIT_MAX_BUFFERED_BYTES, 1, Number.MAX_SAFE_INTEGER),
+    maxProcesses: budgetInteger('maxProcesses', settings.maxProcesses ?? DEFAULT_GIT_MAX_PROCESSES, 1, MAX_GIT_PROCESSES),
+  };
+  let processes = 0;
+  let bufferedBytes = 0;
+  const checks = new Set<() => void>();
+  const changed = (): void => {
+    for (const check of [...checks]) check();
+  };
+  const usage = (): GitBudgetUsage => ({ processes, bufferedBytes });
+  return {
+    settings: limits,
+    usage,
+    until(test) {
+      return new Promise((resolve) => {
+        const check = (): void => {
+          if (!test(usage())) return;
+          checks.delete(check);
+          resolve();
+        };
+        checks.add(check);
+        check();
+      });
+    },
+    enter() {
+      if (processes >= limits.maxProcesses) return null;
+      processes += 1;
+      let held = 0;
+      let released = false;
+      changed();
+      return {
+        take(bytes) {
+          if (released || bufferedBytes + bytes > limits.maxBufferedBytes) return false;
+          bufferedBytes += bytes;
+          held += bytes;
+          changed();
+          return true;
+        },
+        release() {
+          if (released) return;
+          released = true;
+          processes -= 1;
+          bufferedBytes -= held;
+          held = 0;
+          changed();
+        },
+      };
+    },
+  };
+}
 
 const ZERO = /^0+$/;
 const OID = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
@@ -155,6 +282,8 @@ export interface GitHttpOptions {
   readonly logger: Logger;
   readonly maxBodyBytes?: number;
   readonly timeoutMs?: number;
+  /** Shared by every request (default: `gitBudget()`, the defaults). */
+  readonly budget?: GitBudget;
   /** The environment the service runs in (PATH, HOME and the locale are passed on; default process.env). */
   readonly env?: Readonly<Record<string, string | undefined>>;
 }
@@ -197,10 +326,11 @@ function readHead(
   req: IncomingMessage,
   maxHead: number,
   complete: (head: Buffer) => boolean,
-): Promise<{ readonly head: Buffer; readonly ended: boolean } | 'too-large' | 'aborted'> {
+  hold: GitHold,
+): Promise<{ readonly head: Buffer; readonly ended: boolean } | 'too-large' | 'over-budget' | 'aborted'> {
   return new Promise((resolve) => {
     let head = Buffer.alloc(0);
-    const finish = (value: { readonly head: Buffer; readonly ended: boolean } | 'too-large' | 'aborted'): void => {
+    const finish = (value: { readonly head: Buffer; readonly ended: boolean } | 'too-large' | 'over-budget' | 'aborted'): void => {
       req.off('data', onData);
       req.off('end', onEnd);
       req.off('close', onClose);
@@ -208,12 +338,15 @@ function readHead(
       resolve(value);
     };
     const onData = (chunk: Buffer): void => {
+      if (!hold.take(chunk.length)) return finish('over-budget');
       head = Buffer.concat([head, chunk]);
       if (complete(head)) finish({ head, ended: false });
       else if (head.length > maxHead) finish('too-large');
     };
     const onEnd = (): void => finish({ head, ended: true });
     const onClose = (): void => finish('aborted');
+    // A client that left while its token was checked: its 'close' has passed.
+    if (req.destroyed) return resolve('aborted');
     req.on('data', onData);
     req.on('end', onEnd);
     req.on('close', onClose);
@@ -241,6 +374,11 @@ export function commandListComplete(head: Buffer): boolean {
 
 /** The most bytes of a push's command list read before it is judged. */
 export const MAX_COMMAND_LIST_BYTES = 1024 * 1024;
+
+/** The answer to a request over the budget (pure). */
+function busy(why: string): Refusal {
+  return { status: 503, text: `busy: ${why}; retry later (nothing was changed)`, headers: { 'retry-after': '1' } };
+}
 
 /** Parse the CGI header block of http-backend's output; null until it is complete. Pure. */
 export function cgiHeaders(buffered: Buffer): { status: number; headers: [string, string][]; rest: Buffer } | null {
@@ -272,6 +410,7 @@ export function gitHttpEndpoint(options: GitHttpOptions): GitEndpoint {
   const limit = options.maxBodyBytes ?? DEFAULT_GIT_MAX_BODY_BYTES;
   const timeoutMs = options.timeoutMs ?? DEFAULT_GIT_TIMEOUT_MS;
   const parentEnv = options.env ?? process.env;
+  const budget = options.budget ?? gitBudget();
 
   return {
     async handle(req, res, path, query) {
@@ -307,38 +446,64 @@ export function gitHttpEndpoint(options: GitHttpOptions): GitEndpoint {
       if (!permits(caller.permission, needed)) {
         return refuse(req, res, { status: 403, text: `${caller.login} may not ${needed === 'write' ? 'push' : 'fetch'} (permission ${caller.permission})` });
       }
-      let body: BodySource | undefined;
-      if (method === 'POST') {
-        if (service === 'git-receive-pack' && req.headers['content-encoding'] !== undefined) {
-          return refuse(req, res, { status: 415, text: 'a push body may not have a Content-Encoding' });
-        }
-        const declared = req.headers['content-length'];
-        if (declared !== undefined && /^\d+$/.test(declared) && Number(declared) > limit)
-          return refuse(req, res, { status: 413, text: `the body is over ${limit} bytes` });
-        // Only a push's command list is read here; the rest (the pack) is streamed to git.
-        const read = service === 'git-receive-pack' ? await readHead(req, MAX_COMMAND_LIST_BYTES, commandListComplete) : await readHead(req, 0, () => true);
-        if (read === 'aborted') return;
-        if (read === 'too-large') return refuse(req, res, { status: 413, text: `a push's command list is over ${MAX_COMMAND_LIST_BYTES} bytes` });
-        if (read.head.length > limit) return refuse(req, res, { status: 413, text: `the body is over ${limit} bytes` });
-        body = read;
-        if (service === 'git-receive-pack') {
-          const parsed = parseReceiveCommands(read.head);
-          if ('problem' in parsed) return refuse(req, res, { status: 400, text: `push refused: ${parsed.problem}` });
-          const trusted = await options.trusted();
-          const names = protectedBranchNames(trusted.branch, trusted.config);
-          for (const command of parsed.commands) {
-            const refusal = pushRefusal(command, caller.login, names);
-            if (refusal !== null) {
-              logger.warn({ login: caller.login, ref: logText(command.ref, 120), status: 403 }, 'push refused');
-              return refuse(req, res, { status: 403, text: `push refused: ${refusal}` });
-            }
-          }
-          logger.info({ login: caller.login, refs: parsed.commands.map((command) => logText(command.ref, 120)) }, 'push accepted for git');
-        }
+      const hold = budget.enter();
+      if (hold === null) {
+        logger.warn({ login: caller.login, service, status: 503, maxProcesses: budget.settings.maxProcesses }, 'git request over the budget');
+        return refuse(req, res, busy(`${budget.settings.maxProcesses} git requests are being served`));
       }
-      await runBackend(req, res, { service, route, query, body, caller });
+      try {
+        await serve(req, res, { service, route, query, caller, hold });
+      } finally {
+        hold.release();
+      }
     },
   };
+
+  async function serve(
+    req: IncomingMessage,
+    res: ServerResponse,
+    request: { service: string; route: 'info/refs' | 'git-upload-pack' | 'git-receive-pack'; query: string; caller: ApiCaller; hold: GitHold },
+  ): Promise<void> {
+    const { service, route, query, caller } = request;
+    const method = req.method ?? 'GET';
+    let body: BodySource | undefined;
+    if (method === 'POST') {
+      if (service === 'git-receive-pack' && req.headers['content-encoding'] !== undefined) {
+        return refuse(req, res, { status: 415, text: 'a push body may not have a Content-Encoding' });
+      }
+      const declared = req.headers['content-length'];
+      if (declared !== undefined && /^\d+$/.test(declared) && Number(declared) > limit)
+        return refuse(req, res, { status: 413, text: `the body is over ${limit} bytes` });
+      // Only a push's command list is read here; the rest (the pack) is streamed to git.
+      const read =
+        service === 'git-receive-pack'
+          ? await readHead(req, MAX_COMMAND_LIST_BYTES, commandListComplete, request.hold)
+          : await readHead(req, 0, () => true, request.hold);
+      if (read === 'aborted') return;
+      if (read === 'over-budget') {
+        logger.warn({ login: caller.login, service, status: 503, maxBufferedBytes: budget.settings.maxBufferedBytes }, 'git request over the budget');
+        return refuse(req, res, busy(`the git requests being served hold ${budget.settings.maxBufferedBytes} bytes`));
+      }
+      if (read === 'too-large') return refuse(req, res, { status: 413, text: `a push's command list is over ${MAX_COMMAND_LIST_BYTES} bytes` });
+      if (read.head.length > limit) return refuse(req, res, { status: 413, text: `the body is over ${limit} bytes` });
+      body = read;
+      if (service === 'git-receive-pack') {
+        const parsed = parseReceiveCommands(read.head);
+        if ('problem' in parsed) return refuse(req, res, { status: 400, text: `push refused: ${parsed.problem}` });
+        const trusted = await options.trusted();
+        const names = protectedBranchNames(trusted.branch, trusted.config);
+        for (const command of parsed.commands) {
+          const refusal = pushRefusal(command, caller.login, names);
+          if (refusal !== null) {
+            logger.warn({ login: caller.login, ref: logText(command.ref, 120), status: 403 }, 'push refused');
+            return refuse(req, res, { status: 403, text: `push refused: ${refusal}` });
+          }
+        }
+        logger.info({ login: caller.login, refs: parsed.commands.map((command) => logText(command.ref, 120)) }, 'push accepted for git');
+      }
+    }
+    await runBackend(req, res, { service, route, query, body, caller });
+  }
 
   async function runBackend(
     req: IncomingMessage,
@@ -382,6 +547,8 @@ export function gitHttpEndpoint(options: GitHttpOptions): GitEndpoint {
         }
       });
     };
+    // A client gone before git starts: nothing to run (its 'close' has passed, so it would not stop git).
+    if (res.destroyed) return;
     const aborter = new AbortController();
     res.once('close', () => aborter.abort());
     let overLimit = false;

@@ -26,7 +26,8 @@
  * Text from headers and payloads reaches the log only through `logText`
  * (secret-looking parts redacted, cut to 200 characters).
  *
- * With `checkHost` (`proofgate serve --repo`), every request's Host header
+ * With `checkHost` (`proofgate serve --repo`; `'reads'`, the GitHub App
+ * service: on the dashboard and `/api/` only), every request's Host header
  * must name the bound address and port (`localhost:port` too when bound to
  * loopback; any name with the bound port when bound to a wildcard address),
  * else 421 with a JSON error: a web page whose name was rebound to this
@@ -49,8 +50,10 @@
  * preflight), with no Content-Encoding, of at most `maxApiBodyBytes`
  * (default 64 KiB): 401, 415 and 413 are decided before any of the body is
  * kept; a body that is not JSON is 400. The API then decides (it makes every
- * write as the token's identity). With `git`, paths under `/git/` are handed
- * to it whole (git's smart HTTP; it authenticates on its own).
+ * write as the token's identity). An API with a `writeRefusal` (the GitHub
+ * App service's) answers every POST with it, before anything is read. With
+ * `git`, paths under `/git/` are handed to it whole (git's smart HTTP; it
+ * authenticates on its own).
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -94,8 +97,12 @@ export interface ServiceServerOptions {
   readonly readyTimeoutMs?: number;
   /** The service's metrics: served on `GET /metrics`, and told each webhook delivery's end. Without them `/metrics` is 404. */
   readonly metrics?: Pick<ServiceMetrics, 'contentType' | 'render' | 'webhookDelivery'>;
-  /** Refuse (421) a request whose Host header does not name this server (see the module comment). Default false. */
-  readonly checkHost?: boolean;
+  /**
+   * Refuse (421) a request whose Host header does not name this server, and a request a browser made for another
+   * site's page (403), see the module comment: on every route (true), or on the dashboard and `/api/` only
+   * (`'reads'`: the GitHub App service, whose webhooks come through a proxy under the public name). Default false.
+   */
+  readonly checkHost?: boolean | 'reads';
   /** The JSON API under `/api/`; without it `/api/...` is 404. */
   readonly api?: ServiceApi;
   /**
@@ -144,6 +151,10 @@ export interface ServiceApi {
   post?(path: string, body: unknown, caller: ApiCaller): Promise<Answer | null>;
   /** Whether `POST path` is a write this API has (else 405, decided before the token is read). */
   writes?(path: string): boolean;
+  /** The answer to every `POST /api/...` of an API that has no writes (a typed refusal), before the token or the body is read. */
+  readonly writeRefusal?: Answer;
+  /** A streamed read (same rule as `get`): null, not one; an answer to send (a refusal); `streamed`, it answered on `res` itself. */
+  stream?(path: string, caller: ApiCaller | null, query: URLSearchParams, res: ServerResponse): Promise<Answer | 'streamed' | null>;
 }
 
 /** The address a server is bound to. */
@@ -548,7 +559,10 @@ export async function createServiceServer(options: ServiceServerOptions): Promis
   /** Answer a read allowed by `apiRequest`: the API's JSON (default), or a dashboard file. */
   const apiAnswer = async (req: IncomingMessage, res: ServerResponse, path: string, served: ServiceApi, caller: ApiCaller | null): Promise<void> => {
     const url = req.url ?? '';
-    const answer = await served.get(path, caller, new URLSearchParams(url.includes('?') ? url.slice(url.indexOf('?') + 1) : ''));
+    const query = new URLSearchParams(url.includes('?') ? url.slice(url.indexOf('?') + 1) : '');
+    const streamed = (await served.stream?.(path, caller, query, res)) ?? null;
+    if (streamed === 'streamed') return;
+    const answer = streamed ?? (await served.get(path, caller, query));
     send(res, answer ?? { status: 404, body: { error: `no such path: ${logText(path)}` } });
   };
   const dashboardAnswer = async (res: ServerResponse, path: string, file: StaticAnswer | null): Promise<void> => {
@@ -600,6 +614,11 @@ export async function createServiceServer(options: ServiceServerOptions): Promis
       send(res, { status, body: { error } }, headers);
       discardRest(req, apiLimit);
     };
+    if (served.writeRefusal !== undefined) {
+      send(res, served.writeRefusal, { allow: 'GET, HEAD' });
+      discardRest(req, apiLimit);
+      return;
+    }
     if (post === undefined || served.writes?.(path) !== true) return refuse(405, `POST is not allowed on ${logText(path)}`, { allow: 'GET, HEAD' });
     const bearer = bearerToken(distinct(req.headersDistinct.authorization));
     const challenge = { 'www-authenticate': 'Bearer realm="proofgate"' };
@@ -639,7 +658,8 @@ export async function createServiceServer(options: ServiceServerOptions): Promis
       req.resume();
       return;
     }
-    if (options.checkHost === true) {
+    const readPath = path === '/' || path.startsWith('/assets/') || path === '/api' || path.startsWith('/api/');
+    if (options.checkHost === true || (options.checkHost === 'reads' && readPath)) {
       const hosts = req.headersDistinct.host ?? [];
       // More than one Host line is refused (RFC 9112 3.2): a proxy that reads the last one would disagree with us.
       const wrongHost = hosts.length > 1 ? 'the request has more than one Host header' : hostProblem(hosts[0], bound);

@@ -60,7 +60,8 @@ import { createServiceMetrics } from './metrics.js';
 import { dashboardFiles } from './dashboard/serve.js';
 import { openChangeProjection, projectionAnswer, type ChangeProjection } from './projection.js';
 import { identityCeiling, routeOnce, withWriteApi } from './api-write.js';
-import { gitHttpEndpoint } from './git-http.js';
+import { gitBudget, gitBudgetSettingsFrom, gitHttpEndpoint, type GitBudget } from './git-http.js';
+import { ProgressHub } from './automerge-stream.js';
 
 export interface LocalServiceOptions {
   /** The git repository to follow. */
@@ -78,6 +79,10 @@ export interface LocalServiceOptions {
   readonly pollMs?: number;
   readonly waits?: Partial<WaitSettings>;
   readonly jobs?: ChangeJobsOptions;
+  /** Where the automerge jobs' progress lines go for the clients that follow them (default: a hub of this service's own). */
+  readonly progress?: ProgressHub;
+  /** The budget of the git endpoint's requests (default: from `PROOFGATE_GIT_MAX_BUFFERED_BYTES` and `PROOFGATE_GIT_MAX_PROCESSES`). */
+  readonly gitBudget?: GitBudget;
 }
 
 export interface LocalService {
@@ -230,6 +235,9 @@ function jobOutcome(result: JobResult): Record<string, unknown> {
 export async function startLocalService(options: LocalServiceOptions): Promise<LocalService> {
   const { logger } = options;
   const pollMs = options.pollMs ?? 500;
+  // Checked before anything opens: a malformed setting is one CONFIG line.
+  const budget = options.gitBudget ?? gitBudget(gitBudgetSettingsFrom(process.env));
+  const progressHub = options.progress ?? new ProgressHub();
   const opened = await openLocalForge({ repoDir: options.repoDir, ...(options.dataDir === undefined ? {} : { dataDir: options.dataDir }) });
   const { forge } = opened;
   let identities: { readonly store: IdentityStore; close(): Promise<void> } | null = null;
@@ -258,7 +266,10 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
       restartOnEvents: true,
       eventPollMs: pollMs,
       onComment: (changeId, comment) => routeComment(changeId, comment),
-      onProgress: (progress) => logger.info({ changeId: progress.changeId, text: progress.text }, 'progress'),
+      onProgress: (progress) => {
+        logger.info({ changeId: progress.changeId, text: progress.text }, 'progress');
+        progressHub.publish(progress);
+      },
       observe: (observation) => metrics.automerge(observation),
       ...(options.clock === undefined ? {} : { clock: options.clock }),
       ...(options.waits === undefined ? {} : { waits: options.waits }),
@@ -326,13 +337,14 @@ export async function startLocalService(options: LocalServiceOptions): Promise<L
         logger,
         metrics,
         checkHost: true,
-        api: withWriteApi(reads, { forge, automerge: am, logger, route: routeCommentOnce }),
+        api: withWriteApi(reads, { forge, automerge: am, logger, route: routeCommentOnce, progress: progressHub }),
         dashboard: dashboardFiles(),
         git: gitHttpEndpoint({
           repo: forge.repo,
           authenticate: reads.authenticate,
           trusted: () => forge.trustedConfig(),
           logger,
+          budget,
         }),
         ready: async () => {
           if (stopping) return false;

@@ -2,16 +2,21 @@
  * The observer dashboard's stored projection: one row per change (its stage,
  * the reason, its head, its timeline, the verdicts per head, its place in its
  * base's merge queue), the reviews' durations, each change's merge queue
- * history and samples of the merge queues' depth, kept in tables of the data
- * directory's SQLite file next to the event store.
+ * history and samples of the merge queues' depth, kept in SQLite tables: the
+ * data directory's file next to the event store (`serve --repo`), or a
+ * database in memory (`openFeedProjection` with no data directory: the GitHub
+ * App service, whose store may be PostgreSQL).
  *
- * It is written only here: at start (`rebuild`: every change again, from the
- * forge's and the automerge ledger's events and one snapshot of the
- * branches; the merge queue streams read once from the start) and whenever
- * the service sees events move (`refresh`: the events of both namespaces
- * after the positions it stored, the changes they name recomputed, rows and
- * positions written in one transaction). The merge queues (streams
- * `automerge/queue/<base>` of the automerge namespace) are folded as their
+ * What it reads is a `ProjectionFeed`: the event stores whose events name
+ * changes (each followed by its stored position) and a reader of one
+ * change's facts. `localFeed` reads the local forge and its ledger; the
+ * GitHub service's feed (src/service/github/changes.ts) reads the change
+ * facts it records and each repository's ledger. It is written only here: at
+ * start (`rebuild`: every change again; the merge queue streams read once
+ * from the start) and whenever the service sees events move (`refresh`: the
+ * events of every store after the positions it stored, the changes they
+ * name recomputed, rows and positions written in one transaction). The merge
+ * queues (streams `automerge/queue/<base>` of the automerge namespace) are folded as their
  * events pass (`foldQueue`'s step, kept in memory per base); each event's
  * history items (`queueHistoryItems`) are stored under the event's position,
  * so an event read twice is stored once; a depth sample is taken at an
@@ -24,11 +29,8 @@
  * branch names, comment text, reasons) is kept as data and only ever leaves
  * as a JSON string.
  */
-import { basename } from 'node:path';
-import type Database from 'better-sqlite3';
+import Database from 'better-sqlite3';
 import { ProofgateError } from '../core/index.js';
-import { collectVerdicts, type MarkerSecret } from '../automerge/markers.js';
-import { AUTOMERGE_STREAM_PREFIX, type LoadedLedger } from '../automerge/loop/ledger-store.js';
 import { isChangeStage, type ChangeStage } from '../automerge/stage.js';
 import {
   changeQueueView,
@@ -41,38 +43,29 @@ import {
   type QueueState,
 } from '../automerge/queue/queue.js';
 import { QUEUE_STREAM_PREFIX, queueBaseOf } from '../automerge/queue/store.js';
-import type { LocalForge } from '../forge/local/index.js';
-import { CHANGE_STREAM_PREFIX, REGISTRY_STREAM, changeStream, foldChange } from '../forge/local/records.js';
-import type { ForgeCheck } from '../forge/port.js';
 import { openSqliteDatabase } from '../storage/sqlite/schema.js';
 import type { EventStore, StoredEvent } from '../storage/ports.js';
-import {
-  projectChange,
-  type ChangeRow,
-  type HeadRecord,
-  type ProjectedChange,
-  type QueueSummary,
-  type TimelineItem,
-  type VerdictBindings,
-} from './dashboard/change-view.js';
+import { projectChange, type ChangeRow, type HeadRecord, type ProjectedChange, type QueueSummary, type TimelineItem } from './dashboard/change-view.js';
 import { mergeQueueDepth, summarize, listQueryFrom, type ListQuery, type Summary } from './dashboard/summary.js';
+import { localFeed, type FeedChange, type ProjectionFeed, type ProjectionSources } from './dashboard/feed.js';
 
 export * from './dashboard/change-view.js';
 export * from './dashboard/summary.js';
+export * from './dashboard/feed.js';
 
 /** The version of the projection's tables (`proofgate_meta` key `projection_schema_version`); another version is rebuilt. */
-export const PROJECTION_SCHEMA_VERSION = 2;
+export const PROJECTION_SCHEMA_VERSION = 3;
 /** Queue-depth samples kept (the newest). */
 export const MAX_QUEUE_SAMPLES = 5000;
 
 const SCHEMA = [
   `CREATE TABLE IF NOT EXISTS proofgate_projection_changes (
-     id TEXT PRIMARY KEY, number INTEGER NOT NULL, repo TEXT NOT NULL, title TEXT NOT NULL, state TEXT NOT NULL,
+     id TEXT PRIMARY KEY, ord INTEGER NOT NULL, number INTEGER NOT NULL, repo TEXT NOT NULL, title TEXT NOT NULL, state TEXT NOT NULL,
      stage TEXT NOT NULL, stage_detail TEXT, stage_code TEXT, base TEXT NOT NULL, head TEXT NOT NULL, head_sha TEXT NOT NULL,
      author TEXT NOT NULL, opened_at TEXT NOT NULL, updated_at TEXT NOT NULL, automerge_on INTEGER NOT NULL,
      automerge_at TEXT, merged_at TEXT, merge_commit TEXT, timeline TEXT NOT NULL, heads TEXT NOT NULL, queue TEXT)`,
-  'CREATE INDEX IF NOT EXISTS proofgate_projection_changes_stage ON proofgate_projection_changes (stage, number)',
-  'CREATE INDEX IF NOT EXISTS proofgate_projection_changes_number ON proofgate_projection_changes (number)',
+  'CREATE INDEX IF NOT EXISTS proofgate_projection_changes_stage ON proofgate_projection_changes (stage, ord)',
+  'CREATE INDEX IF NOT EXISTS proofgate_projection_changes_ord ON proofgate_projection_changes (ord)',
   `CREATE TABLE IF NOT EXISTS proofgate_projection_reviews (
      change_id TEXT NOT NULL, review_id TEXT NOT NULL, head TEXT NOT NULL, started_at TEXT NOT NULL,
      finished_at TEXT, verdict TEXT, PRIMARY KEY (change_id, review_id))`,
@@ -136,18 +129,6 @@ function rowOf(record: RowRecord): ChangeRow {
 const ROW_COLUMNS =
   'id, number, repo, title, state, stage, stage_detail, stage_code, base, head, head_sha, author, opened_at, updated_at, automerge_on, automerge_at, merged_at, merge_commit';
 
-/** What the projection reads its changes from. */
-export interface ProjectionSources {
-  readonly forge: LocalForge;
-  /** The automerge ledger (`LedgerStore`): its fold of a change, and its event store for the tail. */
-  readonly ledger: { load(changeId: string): Promise<LoadedLedger>; readonly events: EventStore };
-  /** The marker secret, to read the verdicts' bindings from proofgate's own comments (null: bindings unknown). */
-  readonly secret: MarkerSecret | null;
-  /** The repository's name on the board (default: the repository directory's name). */
-  readonly repo?: string;
-  readonly now?: () => Date;
-}
-
 export interface ChangeProjection {
   /** Recompute every change; returns how many. */
   rebuild(): Promise<number>;
@@ -170,12 +151,21 @@ export interface ChangeProjection {
 const BUSY_TIMEOUT_MS = 10_000;
 const TAIL_PAGE = 1000;
 
-/** Open the projection in the data directory's SQLite file (its tables are created, or rebuilt on another version, by `rebuild`). */
+/** Open the projection of a local repository in the data directory's SQLite file (its tables are created, or rebuilt on another version). */
 export function openChangeProjection(dataDir: string, sources: ProjectionSources): ChangeProjection {
-  const db: Database.Database = openSqliteDatabase(dataDir, BUSY_TIMEOUT_MS);
-  const now = sources.now ?? (() => new Date());
-  const repo = sources.repo ?? basename(sources.forge.repo.root);
-  const { forge } = sources;
+  return openFeedProjection(localFeed(sources), { dataDir, ...(sources.now === undefined ? {} : { now: sources.now }) });
+}
+
+export interface FeedProjectionOptions {
+  /** The data directory whose SQLite file keeps the tables; null: a database in memory, rebuilt at each start. */
+  readonly dataDir: string | null;
+  readonly now?: () => Date;
+}
+
+/** Open the projection of a feed (its tables are created, or rebuilt on another version, here). */
+export function openFeedProjection(feed: ProjectionFeed, options: FeedProjectionOptions): ChangeProjection {
+  const db: Database.Database = options.dataDir === null ? openMemoryDatabase() : openSqliteDatabase(options.dataDir, BUSY_TIMEOUT_MS);
+  const now = options.now ?? (() => new Date());
   try {
     db.transaction(() => {
       const stored = db.prepare<[string], { value: string }>('SELECT value FROM proofgate_meta WHERE key = ?').get('projection_schema_version');
@@ -191,9 +181,9 @@ export function openChangeProjection(dataDir: string, sources: ProjectionSources
   }
 
   const upsert = db.prepare(
-    `INSERT OR REPLACE INTO proofgate_projection_changes (${ROW_COLUMNS}, timeline, heads, queue)
+    `INSERT OR REPLACE INTO proofgate_projection_changes (${ROW_COLUMNS}, ord, timeline, heads, queue)
      VALUES (@id, @number, @repo, @title, @state, @stage, @stage_detail, @stage_code, @base, @head, @head_sha, @author, @opened_at, @updated_at,
-             @automerge_on, @automerge_at, @merged_at, @merge_commit, @timeline, @heads, @queue)`,
+             @automerge_on, @automerge_at, @merged_at, @merge_commit, @ord, @timeline, @heads, @queue)`,
   );
   const deleteReviews = db.prepare('DELETE FROM proofgate_projection_reviews WHERE change_id = ?');
   const insertReview = db.prepare(
@@ -262,46 +252,26 @@ export function openChangeProjection(dataDir: string, sources: ProjectionSources
     return queueTouched;
   };
 
-  const branches = async (): Promise<Map<string, string>> => {
-    const text = await forge.repo.text(['for-each-ref', '--format=%(objectname) %(refname)', 'refs/heads/']);
-    const refs = new Map<string, string>();
-    for (const line of text.split('\n')) {
-      const match = /^([0-9a-f]{40}(?:[0-9a-f]{24})?) refs\/heads\/(\S+)$/.exec(line.trim());
-      if (match !== null) refs.set(match[2] as string, match[1] as string);
-    }
-    return refs;
-  };
-
-  const compute = async (changeId: string, refs: ReadonlyMap<string, string>): Promise<ProjectedChange | null> => {
-    const forgeEvents = await forge.store.events.read(changeStream(changeId));
-    const record = foldChange(forgeEvents);
-    if (record === null) return null;
-    const ledger = await sources.ledger.load(changeId);
-    const checkHeads = new Set<string>();
-    for (const step of ledger.steps)
-      if ((step.step === 'checks-started' || step.step === 'checks-finished') && typeof step.head === 'string') checkHeads.add(step.head);
-    const checks: ForgeCheck[] = [];
-    for (const sha of checkHeads) checks.push(...(await forge.store.checks(sha)));
-    const bindings = new Map<string, VerdictBindings>();
-    if (sources.secret !== null) {
-      const { verdicts } = collectVerdicts(record.comments, { selfLogin: forge.selfLogin, secret: sources.secret, changeId });
-      for (const { fields } of verdicts)
-        bindings.set(fields.review, { head: fields.head, diff: fields.diff, contract: fields.contract, config: fields.config });
-    }
+  const compute = async (read: (id: string) => Promise<FeedChange | null>, changeId: string): Promise<{ change: ProjectedChange; order: number } | null> => {
+    const found = await read(changeId);
+    if (found === null) return null;
+    const { record } = found.facts;
     const queueHistory = historyOf.all(changeId).map((row) => JSON.parse(row.item) as QueueHistoryItem);
     const queue = changeQueueView(
       queueOf(record.baseRef),
       changeId,
       queueHistory.filter((item) => item.base === record.baseRef),
     );
-    return projectChange({ repo, record, forgeEvents, branchSha: refs.get(record.headRef) ?? null, ledger, checks, bindings, queue, queueHistory });
+    return { change: projectChange({ ...found.facts, queue, queueHistory }), order: found.order };
   };
 
-  const write = (projected: readonly ProjectedChange[], positions: Readonly<Record<string, number>>): void => {
+  const write = (projected: readonly { change: ProjectedChange; order: number }[], positions: Readonly<Record<string, number>>): void => {
     db.transaction(() => {
-      for (const { row, timeline, heads, reviews, queue } of projected) {
+      for (const { change, order } of projected) {
+        const { row, timeline, heads, reviews, queue } = change;
         upsert.run({
           id: row.id,
+          ord: order,
           number: row.number,
           repo: row.repo,
           title: row.title,
@@ -351,17 +321,6 @@ export function openChangeProjection(dataDir: string, sources: ProjectionSources
       if (page.length < TAIL_PAGE) return { ids, position };
     }
   };
-  const forgeIds = (event: StoredEvent): readonly string[] => {
-    if (event.streamId.startsWith(CHANGE_STREAM_PREFIX)) return [event.streamId.slice(CHANGE_STREAM_PREFIX.length)];
-    if (event.type === 'check-completed' && typeof event.data === 'object' && event.data !== null && !Array.isArray(event.data)) {
-      const ids = event.data.changeIds;
-      return Array.isArray(ids) ? ids.filter((id): id is string => typeof id === 'string') : [];
-    }
-    return [];
-  };
-  const ledgerIds = (event: StoredEvent): readonly string[] =>
-    event.streamId.startsWith(AUTOMERGE_STREAM_PREFIX) ? [event.streamId.slice(AUTOMERGE_STREAM_PREFIX.length)] : [];
-
   let chain: Promise<unknown> = Promise.resolve();
   const serial = <T>(work: () => Promise<T>): Promise<T> => {
     const next = chain.then(work, work);
@@ -374,10 +333,10 @@ export function openChangeProjection(dataDir: string, sources: ProjectionSources
   };
 
   const recompute = async (ids: Iterable<string>, positions: Record<string, number>): Promise<number> => {
-    const refs = await branches();
-    const projected: ProjectedChange[] = [];
+    const read = await feed.reader();
+    const projected: { change: ProjectedChange; order: number }[] = [];
     for (const id of ids) {
-      const change = await compute(id, refs);
+      const change = await compute(read, id);
       if (change !== null) projected.push(change);
     }
     open();
@@ -391,8 +350,10 @@ export function openChangeProjection(dataDir: string, sources: ProjectionSources
     rebuild: () =>
       serial(async () => {
         open();
+        const tails = await feed.tails();
         // Positions first: whatever is appended while the rebuild reads is found by the next refresh.
-        const positions = { forge: await forge.lastEventPosition(), automerge: await lastPosition(sources.ledger.events) };
+        const positions: Record<string, number> = {};
+        for (const { key, events } of tails) positions[key] = await lastPosition(events);
         // The merge queues again from their start, up to that position (the next refresh reads on from there).
         queues.clear();
         candidates.clear();
@@ -401,33 +362,39 @@ export function openChangeProjection(dataDir: string, sources: ProjectionSources
           db.exec('DELETE FROM proofgate_projection_queue_history');
           db.exec('DELETE FROM proofgate_projection_queue');
         }).immediate();
-        let after = 0;
-        for (;;) {
-          const page = await sources.ledger.events.readAll({ afterPosition: after, limit: TAIL_PAGE, streamPrefix: QUEUE_STREAM_PREFIX });
-          const upTo = page.filter((event) => event.position <= positions.automerge);
-          foldQueueEvents(upTo);
-          const last = page[page.length - 1];
-          if (last === undefined || page.length < TAIL_PAGE || upTo.length < page.length) break;
-          after = last.position;
+        for (const { key, events } of tails.filter((entry) => entry.queues === true)) {
+          const upToPosition = positions[key] ?? 0;
+          let after = 0;
+          for (;;) {
+            const page = await events.readAll({ afterPosition: after, limit: TAIL_PAGE, streamPrefix: QUEUE_STREAM_PREFIX });
+            const upTo = page.filter((event) => event.position <= upToPosition);
+            foldQueueEvents(upTo);
+            const last = page[page.length - 1];
+            if (last === undefined || page.length < TAIL_PAGE || upTo.length < page.length) break;
+            after = last.position;
+          }
+          queueFolded = upToPosition;
         }
-        queueFolded = positions.automerge;
-        const registry = await forge.store.events.read(REGISTRY_STREAM);
-        const ids = registry.map((event) => (event.data as { changeId?: unknown }).changeId).filter((id): id is string => typeof id === 'string');
-        const count = await recompute(ids, positions);
+        const count = await recompute(await feed.changeIds(), positions);
         queueTouched.clear();
         return count;
       }),
     refresh: (touched = []) =>
       serial(async () => {
         open();
-        const fromForge = await tail(forge.store.events, getPosition.get('forge')?.position ?? 0, forgeIds);
-        const fromLedger = await tail(sources.ledger.events, getPosition.get('automerge')?.position ?? 0, ledgerIds, foldQueueEvents);
-        const ids = new Set([...touched, ...fromForge.ids, ...fromLedger.ids, ...queueTouched]);
+        const ids = new Set(touched);
+        const positions: Record<string, number> = {};
+        for (const entry of await feed.tails()) {
+          const read = await tail(entry.events, getPosition.get(entry.key)?.position ?? 0, entry.idsOf, entry.queues === true ? foldQueueEvents : undefined);
+          for (const id of read.ids) ids.add(id);
+          positions[entry.key] = read.position;
+        }
+        for (const id of queueTouched) ids.add(id);
         if (ids.size === 0) {
-          write([], { forge: fromForge.position, automerge: fromLedger.position });
+          write([], positions);
           return 0;
         }
-        const count = await recompute(ids, { forge: fromForge.position, automerge: fromLedger.position });
+        const count = await recompute(ids, positions);
         for (const id of ids) queueTouched.delete(id);
         return count;
       }),
@@ -444,14 +411,14 @@ export function openChangeProjection(dataDir: string, sources: ProjectionSources
         args.push(query.repo);
       }
       if (query.cursor !== null) {
-        where.push('number < ?');
+        where.push('ord < ?');
         args.push(query.cursor);
       }
-      const sql = `SELECT ${ROW_COLUMNS} FROM proofgate_projection_changes ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY number DESC LIMIT ?`;
-      const rows = db.prepare<(string | number)[], RowRecord>(sql).all(...args, query.limit + 1);
+      const sql = `SELECT ${ROW_COLUMNS}, ord FROM proofgate_projection_changes ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY ord DESC LIMIT ?`;
+      const rows = db.prepare<(string | number)[], RowRecord & { ord: number }>(sql).all(...args, query.limit + 1);
       const changes = rows.slice(0, query.limit).map(rowOf);
-      const lastRow = changes[changes.length - 1];
-      return { changes, nextCursor: rows.length > query.limit && lastRow !== undefined ? String(lastRow.number) : null };
+      const lastRow = rows[query.limit - 1];
+      return { changes, nextCursor: rows.length > query.limit && lastRow !== undefined ? String(lastRow.ord) : null };
     },
     openOnHeads(branches) {
       open();
@@ -525,6 +492,13 @@ export function openChangeProjection(dataDir: string, sources: ProjectionSources
   };
 }
 
+/** A database in memory with the one table the projection shares with the store's file (`proofgate_meta`). */
+function openMemoryDatabase(): Database.Database {
+  const db = new Database(':memory:');
+  db.exec('CREATE TABLE proofgate_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID');
+  return db;
+}
+
 /** The position of the newest event of a namespace (0: none). */
 async function lastPosition(events: EventStore): Promise<number> {
   let position = 0;
@@ -534,6 +508,24 @@ async function lastPosition(events: EventStore): Promise<number> {
     if (last !== undefined) position = last.position;
     if (page.length < TAIL_PAGE) return position;
   }
+}
+
+/** Longest change id a path may name (a GitHub change is `owner/name#number`). */
+const MAX_ID = 200;
+
+/**
+ * The change id a path segment names, percent-decoded (`acme%2Fwidgets%2312`: `acme/widgets#12`), or null when it
+ * cannot name one: a malformed escape, a spelling other than `encodeURIComponent`'s (`%31` for `1`: one id, one
+ * path), too long, a control character. Pure.
+ */
+export function changeIdOf(segment: string): string | null {
+  let id: string;
+  try {
+    id = decodeURIComponent(segment);
+  } catch {
+    return null;
+  }
+  return id.length === 0 || id.length > MAX_ID || /\p{Cc}/u.test(id) || encodeURIComponent(id) !== segment ? null : id;
 }
 
 /** A read API answer (status and JSON body). */
@@ -561,8 +553,8 @@ export function projectionAnswer(projection: ChangeProjection, path: string, que
   }
   const timeline = /^\/api\/changes\/([^/]+)\/timeline$/.exec(path);
   if (timeline !== null) {
-    const id = timeline[1] as string;
-    const found = /^[1-9][0-9]{0,15}$/.test(id) ? projection.timeline(id) : null;
+    const id = changeIdOf(timeline[1] as string);
+    const found = id === null ? null : projection.timeline(id);
     return found === null ? { status: 404, body: { error: 'no such change' } } : { status: 200, body: { ...found } };
   }
   if (path === '/api/summary') return { status: 200, body: { ...projection.summary() } };

@@ -3,6 +3,7 @@
  * processes, talking to `proofgate serve --repo` on loopback under different
  * identities, compared with direct mode on an identical repository.
  */
+import { spawnSync } from 'node:child_process';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { openLocalForge } from '../../src/forge/local/index.js';
 import { served, tempDir, type Cleanups, type Served } from '../service/write-support.js';
@@ -121,5 +122,32 @@ describe('client mode', () => {
     expect(commented.status).toBe(commentedDirect.status);
     expect(normal(commented.stdout)).toBe(normal(commentedDirect.stdout));
     expectNoTokens(setup, commented);
+  });
+
+  it('automerge ID: the same progress lines on stderr, in the same order, the same outcome and exit code as direct mode', async () => {
+    for (const broken of [false, true]) {
+      const remote = await served(cleanups, { openChange: true, broken });
+      const local = await served(cleanups, { openChange: true, broken, serve: false });
+      // Direct mode acts as the local git identity: alice, as the client's token.
+      spawnSync('git', ['config', 'user.name', 'alice'], { cwd: local.repo.dir });
+      const viaServer = await client(remote, remote.tokens.alice, ['automerge', '1']);
+      const viaDirect = await direct(local, ['automerge', '1']);
+      expect(viaServer.status).toBe(viaDirect.status);
+      expect(viaServer.status).toBe(broken ? 3 : 0);
+      // A `wait:` line says the check was still running when the loop looked: that depends on timing, not on the mode.
+      const progress = (text: string): string[] =>
+        normal(text)
+          .split('\n')
+          .filter((line) => line.startsWith('[change 1] ') && !/^\[change 1\] wait: checks pending/.test(line));
+      const rest = (text: string): string[] =>
+        normal(text)
+          .split('\n')
+          .filter((line) => !line.startsWith('[change 1] '));
+      expect(progress(viaDirect.stderr).length).toBeGreaterThan(2);
+      expect(progress(viaServer.stderr)).toEqual(progress(viaDirect.stderr));
+      expect(rest(viaServer.stderr)).toEqual(rest(viaDirect.stderr));
+      expect(normal(viaServer.stdout)).toBe(normal(viaDirect.stdout));
+      expectNoTokens(remote, viaServer);
+    }
   });
 });

@@ -4,7 +4,8 @@
  * the charts, a blocked change's reason, phone width, updates without a
  * reload, a real merge queue (queued changes on the board with their place
  * in line, a hostile title shown as text, the queue's events reaching the
- * change page without a reload), and no console error anywhere. Screenshots go to test-artifacts/.
+ * change page without a reload), the GitHub App service's board with a
+ * merged pull request, and no console error anywhere. Screenshots go to test-artifacts/.
  *
  * Without /usr/bin/chromium the tests skip with one line; under CI=true they
  * fail instead.
@@ -19,6 +20,8 @@ import { defaultStoragePolicy } from '../../src/storage/policy.js';
 import { createLocalRunStorage } from '../../src/storage/sqlite/index.js';
 import { CHROMIUM, CHROMIUM_ARGS, seedRepository, serveSeed, type Seeded } from './dashboard-support.js';
 import { HOSTILE_TITLE, queueScenario, type QueueScenario } from './queue-support.js';
+import { startServiceHarness, type ServiceHarness } from './github-service-support.js';
+import { until } from '../support/wait.js';
 
 /** What the chart test reads of a canvas (the test's types have no DOM). */
 interface CanvasLike {
@@ -274,5 +277,58 @@ if (!available && process.env.CI === 'true') {
         }
       },
     );
+  });
+
+  describe("the GitHub App service's board in a browser", () => {
+    let browser: Browser;
+    let harness: ServiceHarness;
+
+    beforeAll(async () => {
+      mkdirSync(ARTIFACTS, { recursive: true });
+      harness = await startServiceHarness();
+      browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+    }, 120_000);
+
+    afterAll(async () => {
+      await browser?.close();
+      await harness?.cleanup();
+    });
+
+    it('shows a merged pull request under its repository, and its page the merge commit', { timeout: 120_000 }, async () => {
+      const h = harness;
+      const url = h.service.url as string;
+      const { number, runId } = h.openPullRequest('feature');
+      await h.comment(number, '/proofgate automerge');
+      await until(async () => h.service.runningLoops() === 0 && (await h.service.queue.list()).some((job) => job.task === 'resume'), 'the change did not park');
+      await h.completeCheck(number, runId);
+      await until(() => h.server.model.pull(number).merged, 'the pull request was not merged');
+      const repo = `${h.server.model.owner}/${h.server.model.repo}`;
+      const id = `${repo.toLowerCase()}#${number}`;
+      const problems: string[] = [];
+      const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+      try {
+        const page = await context.newPage();
+        page.on('console', (message) => {
+          if (message.type() === 'error') problems.push(`console: ${message.text()}`);
+        });
+        page.on('pageerror', (error) => problems.push(`page: ${error.message}`));
+        await page.goto(`${url}/`);
+        await page.waitForSelector(`[data-stage="merged"] [data-change="${id}"]`, { timeout: 30_000 });
+        expect(await page.textContent(`[data-change="${id}"] a.title`)).toBe(`#${number} Add feature`);
+        expect(await page.textContent(`[data-change="${id}"] .meta.muted`)).toContain(repo);
+        expect(await page.$$eval('#repo-filter option', (nodes) => nodes.map((node) => node.getAttribute('value')))).toEqual(['', repo]);
+        await page.screenshot({ path: join(ARTIFACTS, 'dashboard-github-board.png'), fullPage: true });
+        await page.click(`[data-change="${id}"] a.title`);
+        await page.waitForSelector('[data-merge-commit]');
+        expect(await page.textContent('[data-merge-commit]')).toBe(h.server.model.pull(number).mergeCommitSha);
+        expect(await page.$$eval('.timeline > li', (nodes) => nodes.map((node) => node.getAttribute('data-kind')))).toEqual(
+          expect.arrayContaining(['opened', 'command', 'review', 'verdict', 'merged']),
+        );
+        await page.screenshot({ path: join(ARTIFACTS, 'dashboard-github-change.png'), fullPage: true });
+        expect(problems).toEqual([]);
+      } finally {
+        await context.close();
+      }
+    });
   });
 }

@@ -8,8 +8,7 @@ import { chmodSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { branchNameProblem, cgiHeaders, gitCredential, gitRoute, parseReceiveCommands, pushRefusal, servedName } from '../../src/service/git-http.js';
-import { startTestProcess, stopTestProcess } from '../support/processes.js';
-import { call, served, tempDir, type Cleanups, type Served } from './write-support.js';
+import { branchSha, call, git, remoteUrl, served, tempDir, type Cleanups } from './write-support.js';
 
 vi.setConfig({ testTimeout: 120_000 });
 
@@ -90,50 +89,6 @@ describe('push rules (pure)', () => {
     expect(cgiHeaders(Buffer.from('Content-Type: x'))).toBeNull();
   });
 });
-
-/** Run git with a clean environment (async: the server answers in this process); the token (if any) as the Basic password of every request. */
-export async function git(
-  home: string,
-  args: readonly string[],
-  options: { cwd?: string; token?: string } = {},
-): Promise<{ status: number | null; out: string }> {
-  const auth = options.token === undefined ? [] : ['-c', `http.extraHeader=Authorization: Basic ${Buffer.from(`agent:${options.token}`).toString('base64')}`];
-  const child = startTestProcess('git', [...auth, ...args], {
-    cwd: options.cwd ?? home,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: {
-      PATH: process.env.PATH ?? '/usr/bin:/bin',
-      HOME: home,
-      GIT_TERMINAL_PROMPT: '0',
-      GIT_CONFIG_NOSYSTEM: '1',
-      GIT_AUTHOR_NAME: 'agent',
-      GIT_AUTHOR_EMAIL: 'agent@example.invalid',
-      GIT_COMMITTER_NAME: 'agent',
-      GIT_COMMITTER_EMAIL: 'agent@example.invalid',
-    },
-  });
-  const out: Buffer[] = [];
-  child.stdout?.on('data', (chunk: Buffer) => out.push(chunk));
-  child.stderr?.on('data', (chunk: Buffer) => out.push(chunk));
-  try {
-    const status = await new Promise<number | null>((resolve, reject) => {
-      child.once('error', reject);
-      child.once('close', (code) => resolve(code));
-    });
-    return { status, out: Buffer.concat(out).toString('utf8') };
-  } finally {
-    await stopTestProcess(child);
-  }
-}
-
-function remoteUrl(setup: Served): string {
-  return `${setup.service.url}/git/${servedName(setup.repo.dir)}.git`;
-}
-
-function branchSha(setup: Served, branch: string): string | null {
-  const result = spawnSync('git', ['rev-parse', '--verify', '--quiet', `refs/heads/${branch}`], { cwd: setup.repo.dir, encoding: 'utf8' });
-  return result.status === 0 ? result.stdout.trim() : null;
-}
 
 describe('git over HTTP', () => {
   it("clones with a read token, not without one, and pushes only to the pusher's own branches", async () => {

@@ -3,6 +3,7 @@
  * tests: a repository whose trusted config gives alice, bob and carol write,
  * served by `startLocalService` on loopback, and a small HTTP client.
  */
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { rawRequest } from '../support/http.js';
 import { tmpdir } from 'node:os';
@@ -11,7 +12,9 @@ import pino from 'pino';
 import { expect } from 'vitest';
 import { createToken } from '../../src/cli/commands/token.js';
 import { openLocalForge } from '../../src/forge/local/index.js';
-import { startLocalService, type LocalService } from '../../src/service/local.js';
+import { servedName } from '../../src/service/git-http.js';
+import { startTestProcess, stopTestProcess } from '../support/processes.js';
+import { startLocalService, type LocalService, type LocalServiceOptions } from '../../src/service/local.js';
 import { makeSeededRepo, type TempRepo } from '../forge/git-fixture.js';
 import { CHECK_SCRIPT, repoConfig } from '../automerge/loop/local-support.js';
 
@@ -36,8 +39,17 @@ export interface Served {
   readonly tokens: { readonly alice: string; readonly bob: string; readonly carol: string };
 }
 
-/** A repository with branch `alice/feature` (and `bob/feature`), tokens, and the service on loopback. */
-export async function served(cleanups: Cleanups, options: { openChange?: boolean; broken?: boolean; serve?: boolean } = {}): Promise<Served> {
+/** A repository with branch `alice/feature` (and `bob/feature`), tokens, and the service on loopback (with `service`'s options added). */
+export async function served(
+  cleanups: Cleanups,
+  options: {
+    openChange?: boolean;
+    broken?: boolean;
+    serve?: boolean;
+    title?: string;
+    service?: Pick<LocalServiceOptions, 'progress' | 'gitBudget'>;
+  } = {},
+): Promise<Served> {
   const repo = makeSeededRepo('proofgate-write-', { 'README.md': '# write\n', 'check.mjs': CHECK_SCRIPT, '.proofgate.yml': WRITERS_CONFIG });
   cleanups.push(() => repo.cleanup());
   repo.commit('alice/feature', { 'feature.txt': 'a feature\n', ...(options.broken === true ? { 'broken.txt': 'x\n' } : {}) }, 'add feature', 'main');
@@ -46,7 +58,7 @@ export async function served(cleanups: Cleanups, options: { openChange?: boolean
   if (options.openChange === true) {
     const opened = await openLocalForge({ repoDir: repo.dir, dataDir: data });
     try {
-      await opened.forge.openChange({ head: 'alice/feature', base: 'main', author: 'alice', title: 'feature' });
+      await opened.forge.openChange({ head: 'alice/feature', base: 'main', author: 'alice', title: options.title ?? 'feature' });
     } finally {
       await opened.close();
     }
@@ -64,6 +76,7 @@ export async function served(cleanups: Cleanups, options: { openChange?: boolean
     http: true,
     logger: pino({ level: 'silent' }),
     pollMs: 50,
+    ...options.service,
   });
   cleanups.push(() => service.stop(0));
   expect(service.url).not.toBeNull();
@@ -102,4 +115,50 @@ export function call(url: string, path: string, options: Send = {}): Promise<Rep
     headers,
     ...(body === undefined ? {} : { body }),
   });
+}
+
+/** Run git with a clean environment (async: the server answers in this process); the token (if any) as the Basic password of every request. */
+export async function git(
+  home: string,
+  args: readonly string[],
+  options: { cwd?: string; token?: string } = {},
+): Promise<{ status: number | null; out: string }> {
+  const auth = options.token === undefined ? [] : ['-c', `http.extraHeader=Authorization: Basic ${Buffer.from(`agent:${options.token}`).toString('base64')}`];
+  const child = startTestProcess('git', [...auth, ...args], {
+    cwd: options.cwd ?? home,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: {
+      PATH: process.env.PATH ?? '/usr/bin:/bin',
+      HOME: home,
+      GIT_TERMINAL_PROMPT: '0',
+      GIT_CONFIG_NOSYSTEM: '1',
+      GIT_AUTHOR_NAME: 'agent',
+      GIT_AUTHOR_EMAIL: 'agent@example.invalid',
+      GIT_COMMITTER_NAME: 'agent',
+      GIT_COMMITTER_EMAIL: 'agent@example.invalid',
+    },
+  });
+  const out: Buffer[] = [];
+  child.stdout?.on('data', (chunk: Buffer) => out.push(chunk));
+  child.stderr?.on('data', (chunk: Buffer) => out.push(chunk));
+  try {
+    const status = await new Promise<number | null>((resolve, reject) => {
+      child.once('error', reject);
+      child.once('close', (code) => resolve(code));
+    });
+    return { status, out: Buffer.concat(out).toString('utf8') };
+  } finally {
+    await stopTestProcess(child);
+  }
+}
+
+/** The served repository's git URL. */
+export function remoteUrl(setup: Served): string {
+  return `${setup.service.url}/git/${servedName(setup.repo.dir)}.git`;
+}
+
+/** A branch's sha in the served repository, or null when it does not exist. */
+export function branchSha(setup: Served, branch: string): string | null {
+  const result = spawnSync('git', ['rev-parse', '--verify', '--quiet', `refs/heads/${branch}`], { cwd: setup.repo.dir, encoding: 'utf8' });
+  return result.status === 0 ? result.stdout.trim() : null;
 }

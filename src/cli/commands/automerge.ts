@@ -76,7 +76,8 @@ async function mergeToRecord(automerge: LocalAutomerge, changeId: string): Promi
 
 /**
  * `automerge ID` in client mode: post `/proofgate automerge` as the token's
- * identity and follow the job the server runs to its end. Nothing is posted
+ * identity and follow the job the server runs to its end, printing its
+ * progress lines on stderr as the server streams them. Nothing is posted
  * for a closed or merged change, as in direct mode; a command the server's
  * router refuses (permission below write) is an error (READ_ONLY).
  */
@@ -99,7 +100,8 @@ async function remoteAutomerge(remote: NonNullable<ReturnType<typeof remoteTarge
     const refusal = posted.refused[0];
     if (refusal !== undefined) throw new ProofgateError('READ_ONLY', `change ${id}: ${refusal.reason} (nothing was started)`);
     if (!posted.following) throw new ProofgateError('INVALID_INPUT', `change ${id}: the server started no automerge job`);
-    const followed = await followComment(remote, id, posted.comment.id);
+    // The job's progress lines as direct mode prints them, as the server streams them.
+    const followed = await followComment(remote, id, posted.comment.id, (progress) => process.stderr.write(`${progressLine(progress)}\n`));
     if (followed.kind !== 'ran') {
       throw new ProofgateError('INVALID_INPUT', `change ${id} is already being automerged by ${followed.holder} (lease until ${followed.until})`);
     }

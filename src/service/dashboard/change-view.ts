@@ -156,6 +156,12 @@ export interface ChangeFacts {
   readonly queue?: ChangeQueueView | null;
   /** What happened to the change in merge queues (of any base it had), oldest first. */
   readonly queueHistory?: readonly QueueHistoryItem[];
+  /**
+   * The commands the ledger applied, oldest first, when the forge's comments are not at hand (the GitHub service keeps
+   * no comments): shown instead of the commands parsed from `record.comments`. Refused ones are the ledger's
+   * `command-refused` steps.
+   */
+  readonly commands?: readonly { readonly at: string; readonly actor: string; readonly text: string }[];
 }
 
 const short = (sha: unknown): string => (typeof sha === 'string' ? sha.slice(0, 12) : '?');
@@ -288,7 +294,12 @@ function forgeItems(facts: ChangeFacts, refusals: ReadonlyMap<string, string>, s
     }
   }
   // Only the newest MAX_TIMELINE commands can be in the timeline: a comment of thousands of command lines, or thousands of comments, keep no more.
-  let commands: TimelineItem[] = [];
+  let commands: TimelineItem[] = (facts.commands ?? []).slice(-MAX_TIMELINE).map((command) => ({
+    at: command.at,
+    kind: 'command' as const,
+    text: clip(command.text, MAX_TEXT),
+    actor: clip(command.actor, MAX_TEXT),
+  }));
   for (const comment of record.comments) {
     for (const command of parseCommands(comment.body).slice(-MAX_TIMELINE)) {
       const key = `${comment.id}\n${command.source}`;

@@ -16,6 +16,11 @@
  * 4. A reconciliation pass at start and every `reconcileMs` lists the
  *    installations' open pull requests: missed deliveries delay work but
  *    never lose it.
+ * 5. The observer dashboard and the read API (`GET /`, `/api/...`): every
+ *    snapshot a job takes is recorded as the change's facts (changes.ts),
+ *    and a projection in memory of those facts and the repositories'
+ *    ledgers, rebuilt at start and kept up from the store, answers the
+ *    reads (a token of the store's identities off loopback; writes refused).
  *
  * Pull requests from forks are reviewed and merged like any other, but never
  * repaired by a push (the App cannot push to a fork, and a fork's branch is
@@ -55,6 +60,10 @@ import type { RunStorage } from '../../storage/policy-types.js';
 import { createPostgresRunStorage, loadPg } from '../../storage/postgres/index.js';
 import { createLocalRunStorage } from '../../storage/sqlite/index.js';
 import { createServiceServer, type ServiceServer } from '../http.js';
+import { dashboardFiles } from '../dashboard/serve.js';
+import { IDENTITIES_NAMESPACE, identityStore } from '../identities.js';
+import { openFeedProjection, type ChangeProjection } from '../projection.js';
+import { CHANGES_NAMESPACE, changeFactsOf, githubFeed, githubReadApi, recordChangeFacts, recordDeliveredFacts, recordingForge } from './changes.js';
 import { createWebhookIntake, logText, type AcceptedDelivery } from '../intake.js';
 import { createPostgresJobQueue, createSqliteJobQueue, type JobEvent, type JobQueue, type JobRunner, type TakenJob } from '../jobs/index.js';
 import { createServiceMetrics } from '../metrics.js';
@@ -121,6 +130,8 @@ export interface GitHubServiceOptions {
   readonly observe?: (event: JobEvent) => void;
   /** How often a proof scenario's workflow run is looked at while it runs (default 10000 ms). */
   readonly proofPollMs?: number;
+  /** How often the dashboard's projection reads the store's new events (default 500 ms). */
+  readonly dashboardPollMs?: number;
 }
 
 export interface GitHubService {
@@ -200,6 +211,41 @@ export async function startGitHubService(options: GitHubServiceOptions): Promise
       : await createPostgresJobQueue({ connectionString: options.storage.url, onError });
   const secret = options.markerSecret ?? (pool === null ? await loadOrCreateSecret(workDir) : await loadOrCreatePostgresSecret(pool));
   const intakeStorage = await openStorage(INTAKE_NAMESPACE);
+  // The dashboard: the change facts the jobs record, the repositories' ledgers, the identities' tokens (`proofgate token create`).
+  const changesStorage = await openStorage(CHANGES_NAMESPACE);
+  const identities = identityStore((await openStorage(IDENTITIES_NAMESPACE)).eventStore, { selfLogin: app.botLogin });
+  const projection: ChangeProjection = openFeedProjection(
+    githubFeed({
+      facts: changesStorage.eventStore,
+      ledgerOf: async (repository) => {
+        const storage = await openStorage(`github:${repository}`);
+        return { events: storage.eventStore, ledger: new LedgerStore(storage.eventStore, clock) };
+      },
+    }),
+    { dataDir: null, now: () => clock.now() },
+  );
+  await projection.rebuild();
+  const board = new AbortController();
+  const dashboardPollMs = options.dashboardPollMs ?? 500;
+  const boardWatch = (async () => {
+    while (!board.signal.aborted) {
+      await new Promise<void>((resolve) => {
+        const done = (): void => {
+          clearTimeout(timer);
+          board.signal.removeEventListener('abort', done);
+          resolve();
+        };
+        const timer = setTimeout(done, dashboardPollMs);
+        board.signal.addEventListener('abort', done);
+      });
+      if (board.signal.aborted) return;
+      try {
+        await projection.refresh();
+      } catch (error) {
+        if (!board.signal.aborted) logger.warn({ err: errorMessage(error) }, 'dashboard projection not refreshed');
+      }
+    }
+  })();
 
   const contexts = new Map<string, Promise<RepositoryContext>>();
   /** The contexts made so far, once made (for counting what runs). */
@@ -225,14 +271,24 @@ export async function startGitHubService(options: GitHubServiceOptions): Promise
     const reviewRuns = await openStorage(`github:${repository.toLowerCase()}:${REVIEW_RUNS_NAMESPACE}`);
     const scratch = join(workDir, 'github', owner.toLowerCase(), name.toLowerCase());
     const octokit = client.installation(installationId);
-    const forge = createGitHubForge({
-      octokit,
-      owner,
-      repo: name,
-      selfLogin: app.botLogin,
-      logger,
-      workspace: { directory: join(scratch, 'workspaces'), ...(options.remoteUrl === undefined ? {} : { remoteUrl: options.remoteUrl(owner, name) }) },
-    });
+    // Every snapshot a job takes is also what the dashboard shows of the change (recorded when it says something new).
+    const forge = recordingForge(
+      createGitHubForge({
+        octokit,
+        owner,
+        repo: name,
+        selfLogin: app.botLogin,
+        logger,
+        workspace: { directory: join(scratch, 'workspaces'), ...(options.remoteUrl === undefined ? {} : { remoteUrl: options.remoteUrl(owner, name) }) },
+      }),
+      async (snapshot) => {
+        try {
+          await recordChangeFacts(changesStorage.eventStore, changeFactsOf(repository, snapshot, { selfLogin: app.botLogin, secret }));
+        } catch (error) {
+          logger.warn({ repository, change: snapshot.id, err: errorMessage(error) }, 'change facts not recorded');
+        }
+      },
+    );
     // Proof scenarios run here jailed (local) or as a workflow dispatched on a protected branch of the repository.
     const proofProducers = (review: ReviewToolContext): ProofProducers => ({
       ...defaultProofProducers(review),
@@ -429,6 +485,12 @@ export async function startGitHubService(options: GitHubServiceOptions): Promise
   }
 
   const sink = (accepted: AcceptedDelivery): void => {
+    // A change closed, pushed or reopened: its facts say so at once, whether or not a job looks at it.
+    if (accepted.result.kind !== 'ignored') {
+      void recordDeliveredFacts(changesStorage.eventStore, accepted.result).catch((error: unknown) =>
+        logger.warn({ deliveryId: accepted.deliveryId, err: errorMessage(error) }, 'change facts not recorded'),
+      );
+    }
     for (const spec of jobsForDelivery(accepted)) {
       void queue.add(spec).catch((error: unknown) => {
         logger.error({ deliveryId: accepted.deliveryId, err: errorMessage(error) }, 'job not queued; the next reconciliation pass finds the work');
@@ -460,7 +522,18 @@ export async function startGitHubService(options: GitHubServiceOptions): Promise
     return true;
   };
   const server: ServiceServer | null = options.http
-    ? await createServiceServer({ host: options.host, port: options.port, intake, ready, logger, metrics })
+    ? await createServiceServer({
+        host: options.host,
+        port: options.port,
+        intake,
+        ready,
+        logger,
+        metrics,
+        // The Host and other-site checks guard the reads; deliveries are signed, and come through a proxy under the public name.
+        checkHost: 'reads',
+        api: githubReadApi(identities, projection),
+        dashboard: dashboardFiles(),
+      })
     : null;
   logger.info({ url: server?.url ?? null, app: app.slug, storage: options.storage.kind }, 'listening');
 
@@ -485,6 +558,9 @@ export async function startGitHubService(options: GitHubServiceOptions): Promise
           clearTimeout(timer);
         }
         for (const context of contexts.values()) await (await context.catch(() => null))?.jobs.close();
+        board.abort();
+        await boardWatch;
+        await projection.close();
         await queue.close();
         for (const storage of opened.values()) await (await storage.catch(() => null))?.close();
         await pool?.end();

@@ -45,6 +45,13 @@ function expectNoTokens(setup: Served, result: CliResult): void {
   }
 }
 
+/** Change 1's progress lines, normalised; a `wait:` line says a check was still running when the loop looked, which depends on timing, not on the mode. */
+function progressLines(text: string): string[] {
+  return normal(text)
+    .split('\n')
+    .filter((line) => line.startsWith('[change 1] ') && !/^\[change 1\] wait: checks pending/.test(line));
+}
+
 describe('client mode', () => {
   it('prints what direct mode prints and exits as it does', async () => {
     const remote = await served(cleanups);
@@ -121,6 +128,9 @@ describe('client mode', () => {
     expect(commented.status).toBe(3);
     expect(commented.status).toBe(commentedDirect.status);
     expect(normal(commented.stdout)).toBe(normal(commentedDirect.stdout));
+    // Its progress lines too, streamed by the server.
+    expect(progressLines(commented.stderr).length).toBeGreaterThan(0);
+    expect(progressLines(commented.stderr)).toEqual(progressLines(commentedDirect.stderr));
     expectNoTokens(setup, commented);
   });
 
@@ -134,11 +144,7 @@ describe('client mode', () => {
       const viaDirect = await direct(local, ['automerge', '1']);
       expect(viaServer.status).toBe(viaDirect.status);
       expect(viaServer.status).toBe(broken ? 3 : 0);
-      // A `wait:` line says the check was still running when the loop looked: that depends on timing, not on the mode.
-      const progress = (text: string): string[] =>
-        normal(text)
-          .split('\n')
-          .filter((line) => line.startsWith('[change 1] ') && !/^\[change 1\] wait: checks pending/.test(line));
+      const progress = progressLines;
       const rest = (text: string): string[] =>
         normal(text)
           .split('\n')

@@ -10,7 +10,7 @@ import { createLocalRunStorage } from '../../storage/sqlite/index.js';
 import type { ChangeSnapshot, ForgeComment } from '../../forge/port.js';
 import { GitRepository, defaultLocalDataDir, openLocalForge, type LocalForge } from '../../forge/local/index.js';
 import { resolveDataDir } from '../data-dir.js';
-import { AUTOMERGE_EXIT, renderOutcome, routeLocalComment, type RoutedComment } from './automerge.js';
+import { AUTOMERGE_EXIT, progressLine, renderOutcome, routeLocalComment, type RoutedComment } from './automerge.js';
 import { emit, setExitStatus, usageError } from '../io.js';
 import { untrustedText } from '../untrusted-text.js';
 import { followComment, notRemote, refuseAs, remoteCall, remoteTarget, renderable } from '../remote.js';
@@ -234,7 +234,8 @@ export function registerChangeCommands(program: Command): void {
         await emit(Boolean(flags.json), posted.comment, () => renderComment(id, posted.comment));
         return;
       }
-      const followed = await followComment(remote, id, posted.comment.id);
+      // The job's progress lines on stderr as the server streams them, as direct mode prints them.
+      const followed = await followComment(remote, id, posted.comment.id, (progress) => process.stderr.write(`${progressLine(progress)}\n`));
       if (followed.kind === 'held-elsewhere') {
         process.stderr.write(`proofgate: change ${id} is being automerged by ${untrustedText(followed.holder)}; it will see this command\n`);
         await emit(Boolean(flags.json), posted.comment, () => renderComment(id, posted.comment));

@@ -14,8 +14,17 @@ import type { CandidateBuild, MergeCandidate, MergeQueuePort } from '../../src/f
 import { STAGING_PREFIX, stagingBranch } from '../../src/forge/github/index.js';
 import { until } from '../support/wait.js';
 import { CONFIG, githubLoop, type GitHubLoop } from '../e2e/github-support.js';
-import { countRequests, startHarness, type Harness } from '../forge/github/harness.js';
-import { openStagingBase, outcomeOf, queueEvents, queuedChanges, stagingCi, withFastStaging } from '../forge/github/merge-queue-support.js';
+import { countRequests, type Harness } from '../forge/github/harness.js';
+import {
+  openStagingBase,
+  outcomeOf,
+  queueEvents,
+  queuedChanges,
+  stagingCi,
+  withFastStaging,
+  caught,
+  stagingPort,
+} from '../forge/github/merge-queue-support.js';
 
 const NEVER_MS = 3_600_000;
 const WAIT_FOREVER = { transientPollMs: NEVER_MS, shepherdPollMs: NEVER_MS, transientWaitMs: NEVER_MS, shepherdWaitMs: NEVER_MS };
@@ -33,22 +42,11 @@ afterEach(async () => {
   workspaces = null;
 });
 
-async function caught(work: Promise<unknown>): Promise<unknown> {
-  try {
-    await work;
-  } catch (error) {
-    return error;
-  }
-  throw new Error('expected a refusal');
-}
-
 /** The port on a base requiring `ci`, whose candidate checks time out after `timeoutMs`. */
 async function port(timeoutMs = 40): Promise<{ h: Harness; queue: MergeQueuePort }> {
-  const h = (harness = await startHarness({ forge: { staging: { pollMs: 2, timeoutMs } } }));
-  h.server.model.protectBranch('main', { requiredChecks: ['ci'] });
-  const queue = h.forge.mergeQueue;
-  if (queue === undefined) throw new Error('no merge queue port');
-  return { h, queue };
+  const started = await stagingPort(timeoutMs);
+  harness = started.h;
+  return { h: started.h, queue: started.port };
 }
 
 function openPr(h: Harness, files: Record<string, string>): { changeId: string; headSha: string; title: string; number: number } {

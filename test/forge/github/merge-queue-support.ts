@@ -18,6 +18,8 @@ import { createGitHubForge } from '../../../src/forge/github/index.js';
 import type { Forge } from '../../../src/forge/port.js';
 import type { JobResult, LoopOutcome } from '../../../src/automerge/loop/index.js';
 import { within } from '../../support/wait.js';
+import { startHarness, type Harness } from './harness.js';
+import type { MergeQueuePort } from '../../../src/forge/port.js';
 import { CONFIG, SELF, type GitHubLoop } from '../../e2e/github-support.js';
 import type { RepositoryModel } from '../../support/github-server/index.js';
 
@@ -180,4 +182,26 @@ export async function queuedChanges(l: GitHubLoop, base = 'main'): Promise<strin
 /** Every event of the base's queue stream. */
 export function queueEvents(l: GitHubLoop, base = 'main'): Promise<QueueEvent[]> {
   return readQueueEvents(l.env.store.events, base);
+}
+
+/** The error `work` rejects with; fails the test when it resolves. */
+export async function caught(work: Promise<unknown>): Promise<unknown> {
+  try {
+    await work;
+  } catch (error) {
+    return error;
+  }
+  throw new Error('expected a refusal');
+}
+
+/** A harness whose base `main` requires `ci` (branch protection), its staging queue polling every 2 ms and timing out after `timeoutMs`. */
+export async function stagingPort(timeoutMs: number): Promise<{ h: Harness; port: MergeQueuePort }> {
+  const h = await startHarness({ forge: { staging: { pollMs: 2, timeoutMs } } });
+  h.server.model.protectBranch('main', { requiredChecks: ['ci'] });
+  const port = h.forge.mergeQueue;
+  if (port === undefined) {
+    await h.close();
+    throw new Error('the GitHub forge has no merge queue port');
+  }
+  return { h, port };
 }

@@ -18,7 +18,7 @@ import type { ChangeSnapshot } from '../../../src/forge/port.js';
 import { checkRunCompletedPayload, fixture, repositoryPayload, signDelivery, type ModelDelivery } from '../../support/github-server/index.js';
 import { until } from '../../support/wait.js';
 import { githubLoop, type GitHubLoop } from '../../e2e/github-support.js';
-import { openQueuedBase, outcomeOf, statusComment } from './merge-queue-support.js';
+import { openQueuedBase, outcomeOf, statusComment, caught } from './merge-queue-support.js';
 import { startHarness, type Harness } from './harness.js';
 import { BOT, startServiceHarness, type ServiceHarness } from '../../service/github-service-support.js';
 
@@ -30,15 +30,6 @@ afterEach(async () => {
   await loop?.cleanup();
   loop = null;
 });
-
-async function caught(work: Promise<unknown>): Promise<unknown> {
-  try {
-    await work;
-  } catch (error) {
-    return error;
-  }
-  throw new Error('expected a refusal');
-}
 
 const graphqlCalls = (h: { server: Harness['server'] }, name: string) => h.server.requests.filter((r) => r.operation === `graphql:${name}`);
 

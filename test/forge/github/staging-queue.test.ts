@@ -12,13 +12,24 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { isProofgateError } from '../../../src/core/index.js';
 import type { CandidateBuild, CheckConclusion, ForgeCheck, MergeCandidate, MergeQueuePort } from '../../../src/forge/port.js';
 import { COMMIT_CHECKS_QUERY, gitBlobId, judgeCandidateChecks, stagingBranch } from '../../../src/forge/github/staging-queue.js';
-import { countRequests, startHarness, type Harness } from './harness.js';
+import { countRequests, type Harness } from './harness.js';
 import { rmSync } from 'node:fs';
 import type { LoopOutcome } from '../../../src/automerge/loop/index.js';
 import { describeQueueItem, queueHistory } from '../../../src/automerge/queue/queue.js';
 import { until } from '../../support/wait.js';
 import { CONFIG, githubLoop, type GitHubLoop } from '../../e2e/github-support.js';
-import { commentsOn, openStagingBase, outcomeOf, pausedQueue, queueEvents, queuedChanges, stagingCi, withFastStaging } from './merge-queue-support.js';
+import {
+  commentsOn,
+  openStagingBase,
+  outcomeOf,
+  pausedQueue,
+  queueEvents,
+  queuedChanges,
+  stagingCi,
+  withFastStaging,
+  caught,
+  stagingPort,
+} from './merge-queue-support.js';
 
 const NEVER_MS = 3_600_000;
 const WAIT_FOREVER = { transientPollMs: NEVER_MS, shepherdPollMs: NEVER_MS, transientWaitMs: NEVER_MS, shepherdWaitMs: NEVER_MS };
@@ -29,22 +40,11 @@ afterEach(async () => {
   harness = null;
 });
 
-async function caught(work: Promise<unknown>): Promise<unknown> {
-  try {
-    await work;
-  } catch (error) {
-    return error;
-  }
-  throw new Error('expected a refusal');
-}
-
 /** A harness whose base `main` requires `ci` (branch protection), with the staging queue polling fast. */
 async function stagingHarness(timeoutMs = 60_000): Promise<{ h: Harness; port: MergeQueuePort }> {
-  const h = (harness = await startHarness({ forge: { staging: { pollMs: 2, timeoutMs } } }));
-  h.server.model.protectBranch('main', { requiredChecks: ['ci'] });
-  const port = h.forge.mergeQueue;
-  if (port === undefined) throw new Error('the GitHub forge has no merge queue port');
-  return { h, port };
+  const started = await stagingPort(timeoutMs);
+  harness = started.h;
+  return started;
 }
 
 /** Open a pull request on main changing `files`, with a green `ci` on its head. */

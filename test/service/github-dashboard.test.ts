@@ -10,15 +10,13 @@ import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { identityStore } from '../../src/service/identities.js';
 import { CHANGES_NAMESPACE, changeFactsOf, githubChangeId, recordChangeFacts, type ChangeFactsRecord } from '../../src/service/github/changes.js';
 import { changeIdOf } from '../../src/service/projection.js';
 import { composeMarkedBody, type ReviewVerdictFields } from '../../src/automerge/markers.js';
 import type { ChangeSnapshot, ForgeComment } from '../../src/forge/port.js';
 import { createLocalRunStorage } from '../../src/storage/sqlite/index.js';
-import { createPostgresRunStorage, loadPg } from '../../src/storage/postgres/index.js';
+import { loadPg } from '../../src/storage/postgres/index.js';
 import { defaultStoragePolicy } from '../../src/storage/policy.js';
-import type { RunStorage } from '../../src/storage/policy-types.js';
 import { BOT, INSTALLATION_ID, WEBHOOK_SECRET, startServiceHarness, type ServiceHarness } from './github-service-support.js';
 import { repositoryPayload, issueCommentPayload, pullRequestPayload } from '../support/github-server/index.js';
 import { describePostgres } from '../support/postgres.js';
@@ -548,18 +546,16 @@ describePostgres(
         async () => (await changesOf(first.url as string)).some((r) => r.id === twoId),
         'the first service did not show the change the second handled',
       );
-      // Tokens come from the database's identities.
-      const pool = new pg.Pool({ connectionString: url, max: 1 });
-      const storage: RunStorage = await createPostgresRunStorage({ pool, namespace: 'identities', policy: defaultStoragePolicy });
-      closers.push(async () => {
-        await storage.close();
-        await pool.end();
-      });
-      const identities = identityStore(storage.eventStore);
-      const { token } = await identities.create('watcher', 'read');
+      // Tokens come from the database's identities, made and revoked by `proofgate token ... --database-url`.
+      const created = await runCliAsync(['token', 'create', 'watcher', '--database-url', url, '--json']);
+      expect(created.status, created.stderr).toBe(0);
+      const { token } = JSON.parse(created.stdout) as { token: string };
       // A token given is always checked, on loopback too.
       expect((await get(`${second.url as string}/api/summary`, { authorization: `Bearer ${token}` })).status).toBe(200);
-      await identities.revoke('watcher');
+      const mixed = await runCliAsync(['token', 'list', '--database-url', url, '--data', work]);
+      expect(mixed.status).toBe(2);
+      const revoked = await runCliAsync(['token', 'revoke', 'watcher', '--database-url', url]);
+      expect(revoked.status, revoked.stderr).toBe(0);
       expect((await get(`${first.url as string}/api/summary`, { authorization: `Bearer ${token}` })).status).toBe(401);
     });
   },

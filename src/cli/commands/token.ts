@@ -1,8 +1,20 @@
 import type { Command } from 'commander';
-import { ProofgateError } from '../../core/index.js';
+import { ProofgateError, errorMessage } from '../../core/index.js';
 import { sameLogin } from '../../contracts/repo-config.js';
 import { GitRepository, defaultLocalDataDir } from '../../forge/local/index.js';
-import { TOKEN_PERMISSIONS, loginProblem, openIdentityStore, parsePermission, type Identity, type TokenPermission } from '../../service/identities.js';
+import {
+  IDENTITIES_NAMESPACE,
+  TOKEN_PERMISSIONS,
+  identityStore,
+  loginProblem,
+  openIdentityStore,
+  parsePermission,
+  type Identity,
+  type IdentityStore,
+  type TokenPermission,
+} from '../../service/identities.js';
+import { defaultStoragePolicy } from '../../storage/policy.js';
+import { createPostgresRunStorage, loadPg } from '../../storage/postgres/index.js';
 import { resolveDataDir } from '../data-dir.js';
 import { emit, usageError } from '../io.js';
 import { untrustedText } from '../untrusted-text.js';
@@ -10,6 +22,7 @@ import { untrustedText } from '../untrusted-text.js';
 export interface TokenFlags {
   repo?: string;
   data?: string;
+  databaseUrl?: string;
   permission?: string;
   json?: boolean;
 }
@@ -39,7 +52,35 @@ async function tokenDataDir(flags: TokenFlags): Promise<string> {
   return resolveDataDir(undefined, defaultLocalDataDir(repo));
 }
 
-async function withIdentities<T>(flags: TokenFlags, action: (store: ReturnType<typeof openIdentityStore>['store']) => Promise<T>): Promise<T> {
+/** The identities of a GitHub App service's PostgreSQL database (the namespace `serve --database-url` reads them from). */
+async function openDatabaseIdentities(url: string): Promise<{ readonly store: IdentityStore; close(): Promise<void> }> {
+  const pool = new (loadPg().Pool)({ connectionString: url, max: 1 });
+  try {
+    const storage = await createPostgresRunStorage({ pool, namespace: IDENTITIES_NAMESPACE, policy: defaultStoragePolicy });
+    return {
+      store: identityStore(storage.eventStore),
+      close: async () => {
+        await storage.close();
+        await pool.end();
+      },
+    };
+  } catch (error) {
+    await pool.end().catch(() => undefined);
+    if (error instanceof ProofgateError) throw error;
+    throw new ProofgateError('IO', `cannot open the identities in the database: ${errorMessage(error)}`);
+  }
+}
+
+async function withIdentities<T>(flags: TokenFlags, action: (store: IdentityStore) => Promise<T>): Promise<T> {
+  if (flags.databaseUrl !== undefined) {
+    if (flags.repo !== undefined || flags.data !== undefined) throw usageError('--database-url cannot be combined with --repo or --data');
+    const opened = await openDatabaseIdentities(flags.databaseUrl);
+    try {
+      return await action(opened.store);
+    } finally {
+      await opened.close();
+    }
+  }
   const opened = openIdentityStore(await tokenDataDir(flags));
   try {
     return await action(opened.store);
@@ -78,7 +119,8 @@ export async function revokeToken(name: string, flags: TokenFlags): Promise<List
 function dataOptions(command: Command): Command {
   return command
     .option('--repo <dir>', 'the git repository whose data directory holds the tokens (default: the repository of the current directory)')
-    .option('--data <dir>', 'state directory (default: $PROOFGATE_DATA_DIR, else .git/proofgate/ of the repository)');
+    .option('--data <dir>', 'state directory (default: $PROOFGATE_DATA_DIR, else .git/proofgate/ of the repository)')
+    .option('--database-url <url>', 'the PostgreSQL database of a GitHub App service (`serve --database-url`) instead of a data directory');
 }
 
 /** `proofgate token create|list|revoke`: the identities of `proofgate serve`. */

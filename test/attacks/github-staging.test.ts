@@ -22,6 +22,8 @@ import {
   queuedChanges,
   stagingCi,
   withFastStaging,
+  STAGING_CONFIG,
+  statusComment,
   caught,
   stagingPort,
 } from '../forge/github/merge-queue-support.js';
@@ -216,6 +218,20 @@ describe('attack: turning the queue on without the base opting in', () => {
     expect(countRequests(l.server, 'repos/merge')).toBe(0);
     expect(await queueEvents(l)).toEqual([]);
     expect(l.server.requests.filter((r) => r.operation === 'pulls/merge').map((r) => r.status)).toEqual([200]);
+  });
+
+  it("a change that turns the queue on in its own .proofgate.yml changes nothing: the base's trusted config decides, and the change waits for a maintainer", async () => {
+    const l = (loop = await githubLoop({ waits: WAIT_FOREVER }));
+    workspaces = withFastStaging(l);
+    openStagingBase(l, [{ files: { '.proofgate.yml': STAGING_CONFIG } }], CONFIG);
+    await l.comment(1, '/proofgate automerge');
+    // It waits (its loop does not end) for a maintainer's approval of the trusted path: said on its status comment.
+    await until(() => /approv/i.test(statusComment(l)), 'the change never said it waits for an approval');
+    expect(statusComment(l)).toMatch(/\.proofgate\.yml/);
+    expect(l.server.model.resolve(stagingBranch('main'))).toBeNull();
+    expect(countRequests(l.server, 'repos/merge')).toBe(0);
+    expect(countRequests(l.server, 'pulls/merge')).toBe(0);
+    expect(await queueEvents(l)).toEqual([]);
   });
 
   it("a base whose ruleset requires GitHub's merge queue goes there even with the opt-in: never to proofgate's staging queue", async () => {

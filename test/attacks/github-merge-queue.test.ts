@@ -11,12 +11,11 @@ import { decideAutomerge, defaultAutomergePolicy, foldLedger, parseCommands as p
 import { FORGE_QUEUE_ENQUEUED, forgeQueueGate, queueRemovalRecords } from '../../src/automerge/loop/forge-queue.js';
 import type { JobResult } from '../../src/automerge/loop/index.js';
 import type { ChangeSnapshot } from '../../src/forge/port.js';
-import { memoryDeliveryLedger, parseWebhookDelivery } from '../../src/forge/github/index.js';
-import { checkRunCompletedPayload, pullRequestPayload, repositoryPayload, signDelivery, type ModelDelivery } from '../support/github-server/index.js';
+import { checkRunCompletedPayload, pullRequestPayload } from '../support/github-server/index.js';
 import { until } from '../support/wait.js';
 import { githubLoop, MAINTAINER, type GitHubLoop } from '../e2e/github-support.js';
 import { CHANGE, HEAD, facts, snapshot as changeSnapshot, verdicts } from '../automerge/builders.js';
-import { openQueuedBase as openQueued, outcomeOf, statusComment } from '../forge/github/merge-queue-support.js';
+import { openQueuedBase as openQueued, outcomeOf, statusComment, deliver } from '../forge/github/merge-queue-support.js';
 
 let loop: GitHubLoop | null = null;
 afterEach(async () => {
@@ -27,18 +26,6 @@ afterEach(async () => {
 const NEVER_MS = 3_600_000;
 const WAIT_FOREVER = { transientPollMs: NEVER_MS, shepherdPollMs: NEVER_MS, transientWaitMs: NEVER_MS, shepherdWaitMs: NEVER_MS };
 const AUTHOR = 'casey';
-
-/** Sends deliveries GitHub made (or would make), signed, through the loop's router; a fresh delivery ledger each, as a redelivery under a new id. */
-async function deliver(l: GitHubLoop, deliveries: readonly ModelDelivery[]): Promise<void> {
-  const secret = 'github-merge-queue-attack-secret';
-  const repository = repositoryPayload(l.server.model.owner, l.server.model.repo);
-  for (const { eventName, payload } of deliveries) {
-    const signed = signDelivery(eventName, { ...payload, repository }, secret);
-    const event = await parseWebhookDelivery({ headers: signed.headers, body: signed.body, secret, deliveries: memoryDeliveryLedger() });
-    if (event.kind === 'ignored' || event.kind === 'duplicate') throw new Error(`${eventName}: ${event.reason}`);
-    await l.router.handleEvent(event);
-  }
-}
 
 const requests = (l: GitHubLoop, operation: string) => l.server.requests.filter((r) => r.operation === operation);
 const enqueues = (l: GitHubLoop) => requests(l, 'graphql:ProofgateEnqueue').filter((r) => r.status === 200);

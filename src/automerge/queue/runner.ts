@@ -10,7 +10,7 @@
 import { hostname } from 'node:os';
 import { ProofgateError, errorMessage, isProofgateError, newId } from '../../core/index.js';
 import { loadRepoConfigAt, type RepoConfig } from '../../contracts/repo-config.js';
-import type { CandidateLanding, Forge, MergeCandidate, MergeQueuePort } from '../../forge/port.js';
+import type { CandidateCheckResult, CandidateLanding, Forge, MergeCandidate, MergeQueuePort } from '../../forge/port.js';
 import { automergeActive } from '../ledger.js';
 import { crashPoint } from '../loop/crash-seam.js';
 import type { LedgerStore } from '../loop/ledger-store.js';
@@ -115,6 +115,19 @@ export async function runQueue(context: QueueRunContext, base: string): Promise<
   );
   renewal.unref();
   const now = (): string => queues.now();
+  /** The port's checks of `candidate`, or `aborted` when the caller's signal stopped them. */
+  const checkUnlessAborted = async (candidate: MergeCandidate, passedTrees: readonly string[]): Promise<CandidateCheckResult | 'aborted'> => {
+    try {
+      return await port.checkCandidate(candidate, {
+        passedTrees,
+        ...(context.signal === undefined ? {} : { signal: context.signal }),
+        onProgress: progress,
+      });
+    } catch (error) {
+      if (isProofgateError(error, 'ABORTED')) return 'aborted';
+      throw error;
+    }
+  };
   try {
     for (;;) {
       if (context.signal?.aborted === true) return 'aborted';
@@ -172,17 +185,8 @@ export async function runQueue(context: QueueRunContext, base: string): Promise<
       ]);
       queueCrashPoint('queue-candidate-built');
       progress(`candidate ${candidate.tip.slice(0, 12)}: ${changes.map((id) => `#${id}`).join(' ')} on ${candidate.baseSha.slice(0, 12)}`);
-      let checked;
-      try {
-        checked = await port.checkCandidate(candidate, {
-          passedTrees: state.passedTrees,
-          ...(context.signal === undefined ? {} : { signal: context.signal }),
-          onProgress: progress,
-        });
-      } catch (error) {
-        if (isProofgateError(error, 'ABORTED')) return 'aborted';
-        throw error;
-      }
+      const checked = await checkUnlessAborted(candidate, state.passedTrees);
+      if (checked === 'aborted') return 'aborted';
       await append([
         {
           type: 'queue-checked',
@@ -293,17 +297,8 @@ export async function runQueue(context: QueueRunContext, base: string): Promise<
           configKey: candidate.configKey,
         };
         progress(`checking the landed tip ${tip.slice(0, 12)} on ${staged.ref}`);
-        let result;
-        try {
-          result = await port.checkCandidate(landedTip, {
-            passedTrees: [],
-            ...(context.signal === undefined ? {} : { signal: context.signal }),
-            onProgress: progress,
-          });
-        } catch (error) {
-          if (isProofgateError(error, 'ABORTED')) return 'aborted';
-          throw error;
-        }
+        const result = await checkUnlessAborted(landedTip, []);
+        if (result === 'aborted') return 'aborted';
         await append([
           {
             type: 'queue-untested-checked',

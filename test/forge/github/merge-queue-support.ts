@@ -21,7 +21,8 @@ import { within } from '../../support/wait.js';
 import { startHarness, type Harness } from './harness.js';
 import type { MergeQueuePort } from '../../../src/forge/port.js';
 import { CONFIG, SELF, type GitHubLoop } from '../../e2e/github-support.js';
-import type { RepositoryModel } from '../../support/github-server/index.js';
+import { repositoryPayload, signDelivery, type ModelDelivery, type RepositoryModel } from '../../support/github-server/index.js';
+import { memoryDeliveryLedger, parseWebhookDelivery } from '../../../src/forge/github/index.js';
 
 /**
  * main with the trusted config and a MERGE_QUEUE ruleset, and PR #1 from
@@ -204,4 +205,16 @@ export async function stagingPort(timeoutMs: number): Promise<{ h: Harness; port
     throw new Error('the GitHub forge has no merge queue port');
   }
   return { h, port };
+}
+
+/** Sends deliveries GitHub made (or would make), signed, through the loop's router; a fresh delivery ledger each, as a redelivery under a new id. */
+export async function deliver(l: GitHubLoop, deliveries: readonly ModelDelivery[]): Promise<void> {
+  const secret = 'merge-queue-test-secret';
+  const repository = repositoryPayload(l.server.model.owner, l.server.model.repo);
+  for (const { eventName, payload } of deliveries) {
+    const signed = signDelivery(eventName, { ...payload, repository }, secret);
+    const event = await parseWebhookDelivery({ headers: signed.headers, body: signed.body, secret, deliveries: memoryDeliveryLedger() });
+    if (event.kind === 'ignored' || event.kind === 'duplicate') throw new Error(`${eventName}: ${event.reason}`);
+    await l.router.handleEvent(event);
+  }
 }

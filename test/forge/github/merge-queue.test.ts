@@ -9,16 +9,15 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { isProofgateError } from '../../../src/core/index.js';
-import { memoryDeliveryLedger, parseWebhookDelivery } from '../../../src/forge/github/index.js';
 import { mapWebhookPayload, type GitHubForgeEvent } from '../../../src/forge/github/webhook-events.js';
 import { jobsForDelivery, resumeJob } from '../../../src/service/github/work.js';
 import { QUEUE_CHECKS_FAILED, QUEUE_REMOVED, queueRemovalCode } from '../../../src/automerge/decide.js';
 import { FORGE_QUEUE_DEQUEUED, FORGE_QUEUE_ENQUEUED, mayBeInForgeQueue, queueRemovalRecords } from '../../../src/automerge/loop/forge-queue.js';
 import type { ChangeSnapshot } from '../../../src/forge/port.js';
-import { checkRunCompletedPayload, fixture, repositoryPayload, signDelivery, type ModelDelivery } from '../../support/github-server/index.js';
+import { checkRunCompletedPayload, fixture, repositoryPayload, type ModelDelivery } from '../../support/github-server/index.js';
 import { until } from '../../support/wait.js';
 import { githubLoop, type GitHubLoop } from '../../e2e/github-support.js';
-import { openQueuedBase, outcomeOf, statusComment, caught } from './merge-queue-support.js';
+import { openQueuedBase, outcomeOf, statusComment, caught, deliver } from './merge-queue-support.js';
 import { startHarness, type Harness } from './harness.js';
 import { BOT, startServiceHarness, type ServiceHarness } from '../../service/github-service-support.js';
 
@@ -167,18 +166,6 @@ describe("GitHub's merge queue webhooks as forge events", () => {
     expect(entry?.groupSha).not.toBe(head);
   });
 });
-
-/** Sends what the test server's queue would deliver, signed, through the loop's router. */
-async function deliver(l: GitHubLoop, deliveries: readonly ModelDelivery[]): Promise<void> {
-  const secret = 'merge-queue-test-secret';
-  const repository = repositoryPayload(l.server.model.owner, l.server.model.repo);
-  for (const { eventName, payload } of deliveries) {
-    const signed = signDelivery(eventName, { ...payload, repository }, secret);
-    const event = await parseWebhookDelivery({ headers: signed.headers, body: signed.body, secret, deliveries: memoryDeliveryLedger() });
-    if (event.kind === 'ignored' || event.kind === 'duplicate') throw new Error(`${eventName}: ${event.reason}`);
-    await l.router.handleEvent(event);
-  }
-}
 
 const NEVER_MS = 3_600_000;
 const WAIT_FOREVER = { transientPollMs: NEVER_MS, shepherdPollMs: NEVER_MS, transientWaitMs: NEVER_MS, shepherdWaitMs: NEVER_MS };

@@ -4,7 +4,7 @@ import { join, resolve } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { ProofgateError } from '../core/index.js';
 
-import { READ_CONFIG, gitEnvironment, gitRedactor, safeGitArgs } from './git.js';
+import { gitEnvironment, gitRedactor, safeGitArgs } from './git.js';
 import { runProcess } from './process.js';
 
 /**
@@ -18,7 +18,7 @@ import { runProcess } from './process.js';
  *   the hardened environment and `-c` settings of git.ts, no shell); cat-file
  *   reads objects and refs and runs nothing of the repository's (no hook,
  *   filter, textconv or fsmonitor is consulted by `--batch-command` without
- *   `--textconv`/`--filters`, and `READ_CONFIG` forbids every transport, so a
+ *   `--textconv`/`--filters`, and the environment allows no transport, so a
  *   partial clone never fetches a missing object through its remote).
  * - It never keeps node alive: its handles are unref'd while no request is
  *   pending. When node ends, even by SIGKILL, the pipe closes and cat-file
@@ -107,7 +107,7 @@ class ReaderProcess {
     const redact = gitRedactor();
     this.identity = identity(dir);
     void runProcess({
-      argv: ['git', '-C', dir, ...safeGitArgs(), ...READ_CONFIG.flatMap(([key, value]) => ['-c', `${key}=${value}`]), 'cat-file', '--batch-command'],
+      argv: ['git', '-C', dir, ...safeGitArgs(), 'cat-file', '--batch-command'],
       cwd: '/',
       env: gitEnvironment(),
       timeoutMs: Number.POSITIVE_INFINITY,

@@ -22,6 +22,8 @@ import { runProcess } from './process.js';
  *   ssh command, pager or askpass, no credential helper and no `ext::`
  *   transport (see `SAFE_CONFIG`). Callers that produce diffs add
  *   `--no-ext-diff --no-textconv` (an empty `diff.external` would break diff).
+ * - talks to no remote unless the caller names the protocols it may use
+ *   (`transport`; see `gitEnvironment`): a lazy fetch is a way to run a program.
  *
  * `isolated` adds what a writer of commits needs on top: no editor can open,
  * commits and tags are never signed, and rerere and automatic gc/maintenance
@@ -64,7 +66,15 @@ export interface GitOptions {
   readonly signal?: AbortSignal;
   /** Values that never appear in an error or in the returned stderr (tokens, passwords, paths that hold them). */
   readonly redact?: readonly string[];
+  /**
+   * The protocols this one command may use to reach a remote (default: none): only the calls that transfer on
+   * purpose (fetch, push, ls-remote) name one, the protocol of the remote they were configured with (`remoteProtocol`).
+   */
+  readonly transport?: readonly GitProtocol[];
 }
+
+/** A protocol a transferring call may open (never `ext`, `fd` or another remote helper). */
+export type GitProtocol = 'file' | 'git' | 'http' | 'https' | 'ssh';
 
 const DEFAULT_MAX_BUFFER = 256 * 1024 * 1024;
 /** What is kept of git's stderr (its first bytes: git explains a failure in its first lines). */
@@ -81,15 +91,10 @@ export const SAFE_CONFIG: readonly (readonly [string, string])[] = [
   ['core.askPass', ''],
   ['credential.helper', ''],
   ['protocol.ext.allow', 'never'],
+  // No transport unless the call names one: gitEnvironment's GIT_ALLOW_PROTOCOL is what decides (it also beats a
+  // `protocol.<name>.allow` in the repository's config, which beats this).
+  ['protocol.allow', 'never'],
 ];
-
-/**
- * On top of `SAFE_CONFIG` for object reads (the object reader and its one-process fallbacks): no transport at all.
- * In a partial clone a missing object makes git fetch it from the promisor remote, and for a remote on a local path
- * git runs that remote's configured `uploadpack` through the shell: a read would run what the repository's config
- * names. A read answers only from the objects that are there.
- */
-export const READ_CONFIG: readonly (readonly [string, string])[] = [['protocol.allow', 'never']];
 
 const ISOLATED_CONFIG: readonly (readonly [string, string])[] = [
   ['commit.gpgsign', 'false'],
@@ -109,12 +114,35 @@ const GIT_IDENTITY_ENV = ['GIT_AUTHOR_NAME', 'GIT_AUTHOR_EMAIL', 'GIT_AUTHOR_DAT
 /**
  * The environment git runs with: the allow-listed part of the process
  * environment, the fixed settings (config passed as GIT_CONFIG_* so it also
- * reaches git's own sub-commands), then `extra`.
+ * reaches git's own sub-commands), then `extra`, then the transport rule.
+ *
+ * The transport rule: git may reach a remote only over the protocols in
+ * `transport` (none by default). In a partial clone (`extensions.partialClone`,
+ * `remote.<name>.promisor`) a missing object makes any command (diff,
+ * merge-tree, log, cat-file, ...) fetch it from the promisor remote, and for a
+ * remote on a local path git runs that remote's configured `uploadpack`
+ * through the shell: the repository's config would choose a program to run.
+ * Two settings stop that, both in the environment, so they reach every git
+ * process the command starts, including the `upload-pack` of a local remote
+ * (git drops `GIT_CONFIG_*` for that one):
+ * - `GIT_ALLOW_PROTOCOL`, the allowed protocols: it overrides every
+ *   `protocol.*.allow` setting, also one in the repository's config (which
+ *   would beat `protocol.allow=never`);
+ * - `GIT_NO_LAZY_FETCH=1`: no lazy fetch at all, over any protocol (honoured
+ *   since the May 2024 security releases, 2.39.4 and 2.45.1 among them; an
+ *   older git ignores it).
+ * A call that transfers on purpose allows only its remote's protocol: over
+ * https a lazy fetch could reach a server but run no local program; a
+ * `file` transfer (proofgate's own local fetches, a path remote) is
+ * protected from a promisor remote on a local path by `GIT_NO_LAZY_FETCH`
+ * alone, so on a git without it the repository it runs in must be one no
+ * change author shapes (the jail export fetches into a new repository).
  */
 export function gitEnvironment(
   extra: Readonly<Record<string, string>> = {},
   isolated = false,
   secretConfig: readonly (readonly [string, string])[] = [],
+  transport: readonly GitProtocol[] = [],
 ): Record<string, string> {
   const env = allowListedEnv(process.env, GIT_ENV);
   for (const name of GIT_IDENTITY_ENV) {
@@ -136,12 +164,35 @@ export function gitEnvironment(
     env[`GIT_CONFIG_KEY_${i}`] = key;
     env[`GIT_CONFIG_VALUE_${i}`] = value;
   });
-  return { ...env, ...extra };
+  return { ...env, ...extra, GIT_ALLOW_PROTOCOL: transport.join(':'), GIT_NO_LAZY_FETCH: '1' };
 }
 
 /** The same settings as `-c` arguments, for the front of a git command line (they win over every config file). */
 export function safeGitArgs(): string[] {
   return SAFE_CONFIG.flatMap(([key, value]) => ['-c', `${key}=${value}`]);
+}
+
+const REMOTE_SCHEMES: ReadonlyMap<string, GitProtocol> = new Map<string, GitProtocol>([
+  ['file', 'file'],
+  ['git', 'git'],
+  ['http', 'http'],
+  ['https', 'https'],
+  ['ssh', 'ssh'],
+  ['git+ssh', 'ssh'],
+  ['ssh+git', 'ssh'],
+]);
+
+/**
+ * The protocol git uses for `remote` (a URL, `host:path` or a path), as git itself tells them apart: `scheme://`, a
+ * colon before any slash (ssh), else a local path. A remote helper (`name::address`) or another scheme is
+ * `INVALID_INPUT`: proofgate opens no other transport.
+ */
+export function remoteProtocol(remote: string): GitProtocol {
+  const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):\/\//.exec(remote)?.[1]?.toLowerCase();
+  const helper = /^[A-Za-z][A-Za-z0-9+.-]*::/.test(remote);
+  const protocol = scheme !== undefined ? REMOTE_SCHEMES.get(scheme) : helper ? undefined : /^[^/]*:/.test(remote) ? 'ssh' : 'file';
+  if (protocol === undefined) throw new ProofgateError('INVALID_INPUT', 'a git remote must be an https, http, ssh or git URL, or a path');
+  return protocol;
 }
 
 function firstLine(text: string): string {
@@ -186,7 +237,7 @@ export async function runGit(cwd: string, args: readonly string[], options: GitO
     // git changes to `cwd` itself (-C): a missing directory is git's own error, and proofgate's working directory never matters.
     argv: ['git', '-C', resolve(cwd), ...safeGitArgs(), ...config, ...args],
     cwd: '/',
-    env: gitEnvironment(options.env, options.isolated === true, secretConfig),
+    env: gitEnvironment(options.env, options.isolated === true, secretConfig, options.transport ?? []),
     timeoutMs: options.timeoutMs ?? Number.POSITIVE_INFINITY,
     output: { maxBytes: maxBuffer, onOverflow: 'kill' },
     stderr: { maxBytes: Math.min(maxBuffer, STDERR_BYTES) },
@@ -263,10 +314,10 @@ export function objectInfo(dir: string, name: string, options: ReadOptions = {})
     (line) => gitObjectReader(dir).info(line),
     async () => {
       const okExitCodes = options.gitFailureIsNone === false ? [1] : [1, 128];
-      const run = await runGit(dir, ['rev-parse', '--verify', '--quiet', '--end-of-options', name], { okExitCodes, config: READ_CONFIG });
+      const run = await runGit(dir, ['rev-parse', '--verify', '--quiet', '--end-of-options', name], { okExitCodes });
       const oid = run.stdout.toString('utf8').trim();
       if (run.exitCode !== 0 || oid === '') return null;
-      const found = /^(\S+) (commit|tree|blob|tag) (\d+)$/.exec(await gitText(dir, ['cat-file', '--batch-check'], { input: `${oid}\n`, config: READ_CONFIG }));
+      const found = /^(\S+) (commit|tree|blob|tag) (\d+)$/.exec(await gitText(dir, ['cat-file', '--batch-check'], { input: `${oid}\n` }));
       return found === null ? null : { oid, type: found[2] as GitObjectInfo['type'], size: Number(found[3]) };
     },
   );
@@ -281,7 +332,7 @@ export function readObject(dir: string, name: string): Promise<GitObject | null>
     async () => {
       const info = await objectInfo(dir, name).catch(() => null);
       if (info === null) return null;
-      const bytes = (await runGit(dir, ['cat-file', info.type, info.oid], { config: READ_CONFIG })).stdout;
+      const bytes = (await runGit(dir, ['cat-file', info.type, info.oid])).stdout;
       return { ...info, bytes };
     },
   );

@@ -192,7 +192,7 @@ describe('runGit: time limit, abort and redaction', () => {
   it('stops a git that hangs (and the helper it started) at the time limit: one GIT error saying it timed out', async () => {
     const marker = `hang-${randomUUID()}`;
     const error = await within(
-      rejection(runGit(repo, ['ls-remote', `${http.url}/${marker}.git`], { timeoutMs: 300 })),
+      rejection(runGit(repo, ['ls-remote', `${http.url}/${marker}.git`], { timeoutMs: 300, transport: ['http'] })),
       'git ls-remote to a server that never answers did not end',
     );
     expect(isProofgateError(error, 'GIT')).toBe(true);
@@ -206,7 +206,7 @@ describe('runGit: time limit, abort and redaction', () => {
     const marker = `abort-${randomUUID()}`;
     const controller = new AbortController();
     const seen = http.requestFor(marker);
-    const call = rejection(runGit(repo, ['ls-remote', `${http.url}/${marker}.git`], { signal: controller.signal }));
+    const call = rejection(runGit(repo, ['ls-remote', `${http.url}/${marker}.git`], { signal: controller.signal, transport: ['http'] }));
     await within(seen, 'git never reached the server');
     expect(runningWith(marker).length).toBeGreaterThan(0);
     controller.abort();
@@ -222,7 +222,7 @@ describe('runGit: time limit, abort and redaction', () => {
     const token = 'tok-url-credential-4d1c9a';
     const marker = `private-${randomUUID()}`;
     const seen = http.requestFor(marker);
-    const call = rejection(runGit(repo, ['ls-remote', `http://someone:${token}@${http.url.slice('http://'.length)}/${marker}.git`]));
+    const call = rejection(runGit(repo, ['ls-remote', `http://someone:${token}@${http.url.slice('http://'.length)}/${marker}.git`], { transport: ['http'] }));
     await within(seen, 'git never reached the server');
     http.answer(marker, 500);
     const error = await within(call, 'git ls-remote did not end');
@@ -235,11 +235,11 @@ describe('runGit: time limit, abort and redaction', () => {
   it('never repeats a value the caller names, in the error or in the returned stderr', async () => {
     const secret = 'named-secret-77c1f0';
     const path = join(root, secret, 'missing.git');
-    const error = await rejection(runGit(repo, ['ls-remote', path], { redact: [secret] }));
+    const error = await rejection(runGit(repo, ['ls-remote', path], { redact: [secret], transport: ['file'] }));
     expect(isProofgateError(error, 'GIT')).toBe(true);
     expect(JSON.stringify({ message: (error as Error).message, details: (error as { details?: unknown }).details })).not.toContain(secret);
     expect((error as Error).message).toContain('[redacted]');
-    const answered = await runGit(repo, ['ls-remote', path], { redact: [secret], okExitCodes: [128] });
+    const answered = await runGit(repo, ['ls-remote', path], { redact: [secret], okExitCodes: [128], transport: ['file'] });
     expect(answered.stderr).toContain('does not appear to be a git repository');
     expect(answered.stderr).not.toContain(secret);
   });
@@ -249,7 +249,7 @@ describe('runGit: time limit, abort and redaction', () => {
     const marker = `config-${randomUUID()}`;
     const target = `${http.url}/${marker}.git`;
     const seen = http.requestFor(marker);
-    const call = rejection(runGit(repo, ['ls-remote', target], { secretConfig: [[`http.${http.url}/.extraHeader`, header]] }));
+    const call = rejection(runGit(repo, ['ls-remote', target], { secretConfig: [[`http.${http.url}/.extraHeader`, header]], transport: ['http'] }));
     await within(seen, 'git never reached the server');
     const pids = runningWith(marker);
     expect(pids.length).toBeGreaterThan(0);

@@ -20,7 +20,7 @@
  * (`http.<origin>/.extraHeader`); the host git runner redacts it.
  */
 import { ProofgateError, errorMessage, isProofgateError } from '../../core/index.js';
-import { gitRedactor, runGit, type GitOptions, type GitResult } from '../../host/git.js';
+import { gitRedactor, remoteProtocol, runGit, type GitOptions, type GitResult } from '../../host/git.js';
 import type { PushRequest } from '../port.js';
 import { checkedPushBranch } from './push.js';
 
@@ -40,19 +40,23 @@ export interface LeasePushRequest extends PushRequest {
 export interface RemoteAccess {
   /** The remote without credentials (what goes on git's command line). */
   readonly url: string;
-  /** git options carrying the credentials in the environment, with their values redacted. */
-  readonly options: Pick<GitOptions, 'secretConfig' | 'redact'>;
+  /** git options carrying the credentials in the environment, with their values redacted, and the one protocol the remote needs. */
+  readonly options: Pick<GitOptions, 'secretConfig' | 'redact' | 'transport'>;
 }
 
 /**
  * Split a remote into a credential-free URL and the git options that carry
  * its credentials: `token` (GitHub's `x-access-token`), else the URL's own
  * `user:password`, as an `Authorization: Basic` header for that origin only.
- * A path or a non-http URL is used as it is.
+ * A path or a non-http URL is used as it is. git may open only the
+ * remote's own protocol (`remoteProtocol`): a repository config that
+ * rewrites the URL (`url.<base>.insteadOf`) or names a promisor remote on
+ * another transport reaches nothing.
  */
 export function remoteAccess(remoteUrl: string, token?: string): RemoteAccess {
   if (remoteUrl.trim() === '' || remoteUrl.startsWith('-')) throw new ProofgateError('INVALID_INPUT', 'a git remote URL or path is required');
-  if (!/^https?:\/\//i.test(remoteUrl)) return { url: remoteUrl, options: { redact: token === undefined ? [] : [token] } };
+  const transport = [remoteProtocol(remoteUrl)];
+  if (!/^https?:\/\//i.test(remoteUrl)) return { url: remoteUrl, options: { redact: token === undefined ? [] : [token], transport } };
   let parsed: URL;
   try {
     parsed = new URL(remoteUrl);
@@ -65,11 +69,12 @@ export function remoteAccess(remoteUrl: string, token?: string): RemoteAccess {
   parsed.password = '';
   const url = parsed.toString();
   const pair = token !== undefined && token !== '' ? `x-access-token:${token}` : user !== '' || password !== '' ? `${user}:${password}` : null;
-  if (pair === null) return { url, options: {} };
+  if (pair === null) return { url, options: { transport } };
   const header = `Authorization: Basic ${Buffer.from(pair, 'utf8').toString('base64')}`;
   return {
     url,
     options: {
+      transport,
       secretConfig: [[`http.${parsed.origin}/.extraHeader`, header]],
       // A user name is a secret only when it is the token itself (`https://TOKEN@host`).
       redact: [token ?? '', password === '' ? user : password].filter((value) => value !== ''),

@@ -132,7 +132,9 @@ async function writeTree(repoDir: string, sha: string, dir: string): Promise<voi
 async function cloneCommit(repoDir: string, sha: string, dir: string): Promise<void> {
   const config: [string, string][] = [['safe.directory', dir]];
   await runGit(dir, ['init', '--quiet', '--template=', '.'], { config, isolated: true });
-  await runGit(dir, ['fetch', '--quiet', '--no-tags', '--no-write-fetch-head', '--', repoDir, sha], { config, isolated: true });
+  // The one local transfer: `file` into the new repository (nothing lazily fetched there); the upload-pack it starts in
+  // the repository fetches nothing lazily either (GIT_NO_LAZY_FETCH, see gitEnvironment).
+  await runGit(dir, ['fetch', '--quiet', '--no-tags', '--no-write-fetch-head', '--', repoDir, sha], { config, isolated: true, transport: ['file'] });
   await runGit(dir, ['checkout', '--quiet', '--detach', sha], { config, isolated: true });
   await rm(join(dir, '.git', 'FETCH_HEAD'), { force: true });
 }

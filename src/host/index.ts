@@ -4,8 +4,9 @@
  * environment built from an allow-list), one git runner (with a persistent
  * object reader per repository), the rule for what a
  * child may see of proofgate's environment, and the jail for code proofgate
- * did not write (`runUntrusted`, `exportCommit`), and the loggers (pino, loaded
- * on first use). Imports only `core`.
+ * did not write (`runUntrusted`, `exportCommit`), the loggers (pino, loaded
+ * on first use), and the checkout guard by which proofgate processes sharing a
+ * repository see each other's moves of a checked-out branch. Imports only `core`.
  */
 export { CREDENTIAL_NAME, PORTABLE_ENV, SESSION_ENV, TOOLCHAIN_ENV, allowListedEnv } from './env.js';
 export { runProcess, type ProcessRequest, type ProcessResult, type OutputCap } from './process.js';
@@ -54,3 +55,4 @@ export {
   type JailStatus,
 } from './jail.js';
 export { loadPino, silentLogger, stderrLogger } from './log.js';
+export { beginCheckoutMove, readBetweenCheckoutMoves, CHECKOUT_GUARD_DIR, type CheckoutGuardOptions, type CheckoutMove } from './checkout-guard.js';

@@ -2,7 +2,7 @@ import { createHash, type Hash } from 'node:crypto';
 import { lstat, readdir, readFile, readlink } from 'node:fs/promises';
 import { isAbsolute, join, relative, resolve } from 'node:path';
 import { ProofgateError } from '../core/index.js';
-import { commitOf, objectInfo, runGit } from '../host/index.js';
+import { commitOf, objectInfo, readBetweenCheckoutMoves, runGit, type CheckoutGuardOptions } from '../host/index.js';
 import { git } from './git.js';
 
 /**
@@ -20,8 +20,19 @@ import { git } from './git.js';
  *   `info/` (attributes, excludes): where a program git would run is named.
  * Config, hooks and info are read as files, never through git, so reading
  * them runs nothing.
+ *
+ * HEAD, the named refs and the status are read between proofgate's moves of a
+ * checked-out branch (the checkout guard, src/host/checkout-guard.ts): from
+ * the ref update until the work trees followed, `git status` shows the work
+ * tree lagging the ref, which is not the reviewer's doing. `guard` bounds that
+ * wait (and lets tests see it).
  */
-export async function repositoryFingerprint(repoDir: string, dataDir?: string, refNames: readonly string[] = []): Promise<string> {
+export async function repositoryFingerprint(
+  repoDir: string,
+  dataDir?: string,
+  refNames: readonly string[] = [],
+  guard: CheckoutGuardOptions = {},
+): Promise<string> {
   // One git for the three directories: the git dirs first, then the top level, which a bare repository lacks (128).
   const found = await runGit(repoDir, ['rev-parse', '--git-common-dir', '--git-dir', '--show-toplevel'], { okExitCodes: [128] });
   const [commonLine = '', gitDirLine = '', topLine = ''] = found.stdout.toString('utf8').split('\n');
@@ -37,20 +48,25 @@ export async function repositoryFingerprint(repoDir: string, dataDir?: string, r
   const gitDir = absolute(gitDirLine);
   // HEAD and the named refs through the repository's object reader: the bytes `git rev-parse` would print.
   const printed = (oid: string | null) => Buffer.from(oid === null ? '' : `${oid}\n`);
-  const [head, symbolic, named, status] = await Promise.all([
-    objectInfo(repoDir, 'HEAD')
-      .catch(() => null)
-      .then((info) => printed(info?.oid ?? null)),
-    symbolicHead(repoDir, gitDir),
-    Promise.all(
-      refNames.map((name) =>
-        commitOf(repoDir, name)
+  const [head, symbolic, named, status] = await readBetweenCheckoutMoves(
+    commonDir,
+    () =>
+      Promise.all([
+        objectInfo(repoDir, 'HEAD')
           .catch(() => null)
-          .then(printed),
-      ),
-    ),
-    settledStatus(top, pathspec),
-  ]);
+          .then((info) => printed(info?.oid ?? null)),
+        symbolicHead(repoDir, gitDir),
+        Promise.all(
+          refNames.map((name) =>
+            commitOf(repoDir, name)
+              .catch(() => null)
+              .then(printed),
+          ),
+        ),
+        settledStatus(top, pathspec),
+      ]),
+    guard,
+  );
   const hash = createHash('sha256');
   // A HEAD that names a branch counts by that name (and the branch's files by `git status`), not by the commit the
   // branch points at: proofgate's own merges move a checked-out base while other changes' reviews run. A branch the
@@ -80,8 +96,9 @@ async function symbolicHead(repoDir: string, gitDir: string): Promise<Buffer> {
  * `git status` of the tracked files, read only (no index refresh, so it never
  * holds index.lock while proofgate moves a checked-out branch). A status that
  * shows something is read again 25 ms later until two reads agree (at most 5
- * times): a branch proofgate just moved (its ref first, then the index and
- * files) settles at once, while a reviewer's edit stays.
+ * times): files being written at that moment settle, while a reviewer's edit
+ * stays. proofgate's own moves are waited out by the checkout guard; this is
+ * also what is left when the guard's wait runs out.
  */
 async function settledStatus(top: string, pathspec: readonly string[]): Promise<Buffer> {
   const read = () =>

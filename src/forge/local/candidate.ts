@@ -199,16 +199,11 @@ export async function landCandidate(context: CandidateContext, candidate: MergeC
     }
   }
   const ref = `refs/heads/${candidate.baseRef}`;
-  if (!(await repo.compareAndSwapRef(ref, candidate.tip, candidate.baseSha, `proofgate: merge queue (${candidate.commits.length} change(s))`))) {
+  // Work trees on the base follow it in the same guarded step (GitRepository.moveBranch), before the records.
+  if (!(await repo.moveBranch(candidate.baseRef, candidate.tip, candidate.baseSha, `proofgate: merge queue (${candidate.commits.length} change(s))`)).swapped) {
     throw new ProofgateError('BASE_MOVED', `${candidate.baseRef} moved from ${candidate.baseSha.slice(0, 12)}; the candidate is built again`, {
       expectedBase: candidate.baseSha,
     });
-  }
-  // Work trees on the base follow at once (before the records: the moment they lag behind the ref is kept short). A
-  // work tree whose index another git process holds locked for a moment is tried again a few times.
-  for (let attempt = 0; attempt < 5; attempt += 1) {
-    if ((await repo.followCheckedOut(candidate.baseRef, candidate.baseSha, candidate.tip)).length === 0) break;
-    await new Promise((resolve) => setTimeout(resolve, 20 * (attempt + 1)));
   }
   crashAfterQueueLand();
   const at = context.clock.now().toISOString();

@@ -347,13 +347,12 @@ export class LocalForge implements Forge {
     if (!/^[0-9a-f]{40}([0-9a-f]{24})?$/.test(request.newSha)) throw new ProofgateError('INVALID_INPUT', 'pushBranch needs newSha as a full commit sha');
     const commit = await this.repo.resolveCommit(request.newSha);
     if (commit === null || commit !== request.newSha) throw new ProofgateError('NOT_FOUND', `no commit ${request.newSha} in ${this.repo.root}`);
-    const swapped = await this.repo.compareAndSwapRef(`refs/heads/${request.branch}`, request.newSha, request.expectedOldSha, 'proofgate: push');
-    if (!swapped) {
+    const moved = await this.repo.moveBranch(request.branch, request.newSha, request.expectedOldSha, 'proofgate: push');
+    if (!moved.swapped) {
       throw new ProofgateError('HEAD_MOVED', `branch ${request.branch} is no longer at ${request.expectedOldSha ?? '(absent)'}; nothing was pushed`, {
         branch: request.branch,
       });
     }
-    if (request.expectedOldSha !== null) await this.repo.followCheckedOut(request.branch, request.expectedOldSha, request.newSha);
     const at = this.#now();
     const changes = (await this.store.listChanges()).filter((record) => record.state === 'open');
     for (const record of changes.filter((entry) => entry.headRef === request.branch)) {

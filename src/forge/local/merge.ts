@@ -124,8 +124,9 @@ export async function mergeChange(context: MergeContext, changeId: string, reque
       actual: headNow,
     });
   }
-  const swapped = await repo.compareAndSwapRef(`refs/heads/${record.baseRef}`, mergeSha, baseBefore, `proofgate: merge change ${changeId}`);
-  if (!swapped) {
+  // The base moves, and work trees that have it checked out follow it, in one guarded step (GitRepository.moveBranch).
+  const moved = await repo.moveBranch(record.baseRef, mergeSha, baseBefore, `proofgate: merge change ${changeId}`);
+  if (!moved.swapped) {
     throw new ProofgateError('BASE_MOVED', `change ${changeId}: ${record.baseRef} moved during the merge; nothing was changed`, {
       changeId,
       expectedBase: baseBefore,
@@ -141,6 +142,5 @@ export async function mergeChange(context: MergeContext, changeId: string, reque
   await store.append(branchStream(record.baseRef), [
     { type: 'branch-pushed', data: { ref: `refs/heads/${record.baseRef}`, before: baseBefore, after: mergeSha, at } },
   ]);
-  await repo.followCheckedOut(record.baseRef, baseBefore, mergeSha);
   return { merged: true, sha: mergeSha };
 }

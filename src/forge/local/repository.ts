@@ -1,7 +1,7 @@
 import { stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { ProofgateError } from '../../core/index.js';
-import { closeGitObjectReader, commitOf, gitText, objectInfo, readObject, runGit, type GitOptions } from '../../host/index.js';
+import { beginCheckoutMove, closeGitObjectReader, commitOf, gitText, objectInfo, readObject, runGit, type GitOptions } from '../../host/index.js';
 
 /** The typed git operations the local forge needs, on one repository. */
 
@@ -171,20 +171,56 @@ export class GitRepository {
   }
 
   /**
-   * After `branch` moved from `before` to `after` by a ref update, bring along
-   * every work tree that has it checked out, the way a fast-forward would
-   * (`git read-tree -m -u before after`: index and files follow, local edits to
-   * untouched files stay). Without this such a work tree would look as if it
-   * reverted the change, and the next `git commit -a` would do so. A work tree
-   * whose local edits conflict with the move is left as it is; the paths of
-   * those are returned.
+   * Move `branch` to `after` by compare-and-swap from `before` (null: only
+   * while it does not exist, see `compareAndSwapRef`) and bring along every
+   * work tree that has it checked out, the way a fast-forward would
+   * (`git read-tree -m -u before after`: index and files follow, local edits
+   * to untouched files stay). Without this such a work tree would look as if
+   * it reverted the change, and the next `git commit -a` would do so. A work
+   * tree whose index is locked for a moment is tried again a few times; one
+   * whose local edits conflict with the move is left as it is, and the paths
+   * of those are returned.
+   *
+   * While the branch is checked out, the whole move (from before the ref
+   * update until the last work tree followed) holds the checkout guard
+   * (src/host/checkout-guard.ts): a review's repository fingerprint never
+   * reads a work tree lagging the ref, and proofgate's moves of the branch,
+   * from any process, follow one another.
    */
-  async followCheckedOut(branch: string, before: string, after: string): Promise<string[]> {
+  async moveBranch(branch: string, after: string, before: string | null, reason: string): Promise<{ swapped: boolean; left: string[] }> {
+    const ref = `refs/heads/${branch}`;
+    // A branch made anew has no files in any work tree to bring along.
+    if (before === null) return { swapped: await this.compareAndSwapRef(ref, after, null, reason), left: [] };
+    const trees = await this.#checkedOut(ref);
+    const move = trees.length === 0 ? null : await beginCheckoutMove(this.commonDir);
+    try {
+      if (!(await this.compareAndSwapRef(ref, after, before, reason))) return { swapped: false, left: [] };
+      let left = trees;
+      for (let attempt = 0; attempt < 5 && left.length > 0; attempt += 1) {
+        if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, 20 * attempt));
+        left = await this.#follow(left, before, after);
+      }
+      return { swapped: true, left };
+    } finally {
+      await move?.end();
+    }
+  }
+
+  /** The work trees that have `ref` checked out. */
+  async #checkedOut(ref: string): Promise<string[]> {
     const listing = await this.text(['worktree', 'list', '--porcelain']);
-    const left: string[] = [];
+    const paths: string[] = [];
     for (const block of listing.split(/\n\s*\n/)) {
       const path = /^worktree (.+)$/m.exec(block)?.[1];
-      if (path === undefined || /^branch (.+)$/m.exec(block)?.[1] !== `refs/heads/${branch}`) continue;
+      if (path !== undefined && /^branch (.+)$/m.exec(block)?.[1] === ref) paths.push(path);
+    }
+    return paths;
+  }
+
+  /** `git read-tree -m -u before after` in each work tree; the paths where it failed. */
+  async #follow(trees: readonly string[], before: string, after: string): Promise<string[]> {
+    const left: string[] = [];
+    for (const path of trees) {
       const moved = await runGit(path, ['read-tree', '-m', '-u', before, after], { okExitCodes: [128] }).catch(() => null);
       if (moved === null || moved.exitCode !== 0) left.push(path);
     }

@@ -1,5 +1,10 @@
 // Bundles the command-line entry (dist/cli/main.js, as tsc emitted it) into
-// one file in place, with its pure-JavaScript dependencies inside.
+// one file, dist/cli/proofgate.cjs, with its pure-JavaScript dependencies
+// inside, and makes dist/cli/main.js the loader that runs it with V8's code
+// cache (scripts/cli-loader.mjs says why and how; the cache is made here by
+// running the bundle once). The bundle is CommonJS because Node 20 can use a
+// code cache only for scripts, not for ES modules; the entry therefore has no
+// top-level await.
 //
 // Why: every `proofgate` command is a new Node process, and Node 20 spends
 // most of a short command's start-up resolving, reading and compiling a few
@@ -15,14 +20,16 @@
 //
 // The bundle carries code of other packages, so their licence texts go beside
 // it in dist/cli/THIRD-PARTY-LICENSES.txt.
+import { spawnSync } from 'node:child_process';
 import { copyFileSync, cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, relative, sep } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { rolldown } from 'rolldown';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const entry = join(root, 'dist', 'cli', 'main.js');
+const bundleFile = join(root, 'dist', 'cli', 'proofgate.cjs');
 const licencesFile = join(root, 'dist', 'cli', 'THIRD-PARTY-LICENSES.txt');
 const KEEP_OUTSIDE = new Set(['better-sqlite3', 'pg', 'pg-native', 'graphile-worker', 'pino']);
 
@@ -54,20 +61,40 @@ function licenceOf(dir) {
   return `${manifest.name}@${manifest.version} (${manifest.license ?? 'unknown'})\n\n${text}\n`;
 }
 
+if (readFileSync(entry, 'utf8').includes("Symbol.for('proofgate.cli.codeCache')")) {
+  throw new Error('bundle-cli: dist/cli/main.js is the loader of an earlier build: run tsc first (npm run build does both)');
+}
 const bundle = await rolldown({ input: entry, platform: 'node', external, logLevel: 'warn' });
-const { output } = await bundle.generate({ format: 'esm', sourcemap: false });
+const { output } = await bundle.generate({ format: 'cjs', sourcemap: false });
 await bundle.close();
 if (output.length !== 1 || output[0].type !== 'chunk') {
   throw new Error(`bundle-cli: expected one chunk, got ${output.map((item) => item.fileName).join(', ')}`);
 }
 const [chunk] = output;
 const packages = [...new Set(chunk.moduleIds.map(packageDirOf).filter((dir) => dir !== null))].sort();
-writeFileSync(entry, chunk.code.startsWith('#!') ? chunk.code : `#!/usr/bin/env node\n${chunk.code}`);
-// tsc's source map described the two-line entry, not the bundle.
+// The entry's `#!` line is not JavaScript inside the loader's function (its line stays, empty, so line numbers hold).
+const code = chunk.code.replace(/^#!.*/, '');
+writeFileSync(bundleFile, code);
+rmSync(`${bundleFile}.cache`, { force: true });
+// tsc's entry becomes the loader (scripts/cli-loader.mjs); tsc's source map described the two-line entry.
+writeFileSync(entry, `#!/usr/bin/env node\n${readFileSync(join(root, 'scripts', 'cli-loader.mjs'), 'utf8')}`);
 rmSync(`${entry}.map`, { force: true });
+// The code cache: V8's compiled code for the bundle after it ran `--help` (which builds every command's options),
+// saved by the loader at exit.
+const warm = spawnSync(
+  process.execPath,
+  [
+    '--input-type=module',
+    '-e',
+    `globalThis[Symbol.for('proofgate.cli.codeCache')] = 'write'; process.argv = [process.argv[0], ${JSON.stringify(entry)}, '--help']; await import(${JSON.stringify(pathToFileURL(entry).href)});`,
+  ],
+  { stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8' },
+);
+if (warm.status !== 0 || !existsSync(`${bundleFile}.cache`))
+  throw new Error(`bundle-cli: the code cache was not written (exit ${warm.status}): ${warm.stderr}`);
 writeFileSync(
   licencesFile,
-  `The file main.js beside this one bundles code of the following packages.\n\n${packages.map(licenceOf).join(`\n${'-'.repeat(72)}\n\n`)}`,
+  `The file proofgate.cjs beside this one bundles code of the following packages.\n\n${packages.map(licenceOf).join(`\n${'-'.repeat(72)}\n\n`)}`,
 );
 
 // The observer dashboard's files (plain HTML, CSS and JS modules: no build step) and uPlot's, beside the

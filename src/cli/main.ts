@@ -10,4 +10,7 @@ for (const stream of [process.stdout, process.stderr]) {
   });
 }
 
-process.exitCode = await runCli(process.argv.slice(2));
+// No top-level await: the build runs this entry as CommonJS (scripts/bundle-cli.mjs).
+void runCli(process.argv.slice(2)).then((code) => {
+  process.exitCode = code;
+});

@@ -23,7 +23,10 @@ import { runProcess } from './process.js';
  *   transport (see `SAFE_CONFIG`). Callers that produce diffs add
  *   `--no-ext-diff --no-textconv` (an empty `diff.external` would break diff).
  * - talks to no remote unless the caller names the protocols it may use
- *   (`transport`; see `gitEnvironment`): a lazy fetch is a way to run a program.
+ *   (`transport`; see `gitEnvironment`): a lazy fetch is a way to run a program,
+ * - runs no filter or merge driver the repository's config defines, in the
+ *   commands that would (`DRIVER_COMMANDS`, see `driverOverrides`), and no
+ *   signature verifier (`log.showSignature`, `gpg.*.program`).
  *
  * `isolated` adds what a writer of commits needs on top: no editor can open,
  * commits and tags are never signed, and rerere and automatic gc/maintenance
@@ -91,6 +94,12 @@ export const SAFE_CONFIG: readonly (readonly [string, string])[] = [
   ['core.askPass', ''],
   ['credential.helper', ''],
   ['protocol.ext.allow', 'never'],
+  // A commit may carry a signature header its author wrote: with `log.showSignature` set, `git log` and `git show`
+  // would hand it to the configured verifier program.
+  ['log.showSignature', 'false'],
+  ['gpg.program', 'false'],
+  ['gpg.ssh.program', 'false'],
+  ['gpg.x509.program', 'false'],
   // No transport unless the call names one: gitEnvironment's GIT_ALLOW_PROTOCOL is what decides (it also beats a
   // `protocol.<name>.allow` in the repository's config, which beats this).
   ['protocol.allow', 'never'],
@@ -143,6 +152,7 @@ export function gitEnvironment(
   isolated = false,
   secretConfig: readonly (readonly [string, string])[] = [],
   transport: readonly GitProtocol[] = [],
+  drivers: readonly (readonly [string, string])[] = [],
 ): Record<string, string> {
   const env = allowListedEnv(process.env, GIT_ENV);
   for (const name of GIT_IDENTITY_ENV) {
@@ -158,7 +168,7 @@ export function gitEnvironment(
     env.GIT_SEQUENCE_EDITOR = 'true';
     env.GIT_MERGE_AUTOEDIT = 'no';
   }
-  const config = [...SAFE_CONFIG, ...(isolated ? ISOLATED_CONFIG : []), ...secretConfig];
+  const config = [...SAFE_CONFIG, ...(isolated ? ISOLATED_CONFIG : []), ...secretConfig, ...drivers];
   env.GIT_CONFIG_COUNT = String(config.length);
   config.forEach(([key, value], i) => {
     env[`GIT_CONFIG_KEY_${i}`] = key;
@@ -223,6 +233,83 @@ export function gitRedactor(values: readonly string[] = []): (text: string) => s
 }
 
 /**
+ * The commands that can run a program an attribute names: a filter driver's
+ * `clean`, `smudge` or `process` (whenever git reads or writes work-tree files:
+ * `status` hashes a file whose stat changed, `read-tree -u` and `checkout`
+ * write files) or a merge driver's `driver` (`merge-tree`, `merge`,
+ * `cherry-pick`, `rebase`). The attribute may come from a `.gitattributes` in
+ * the work tree or from `info/attributes`, and the program from the
+ * repository's config, both writable by whatever ran in the repository.
+ */
+export const DRIVER_COMMANDS: ReadonlySet<string> = new Set([
+  'add',
+  'am',
+  'apply',
+  'checkout',
+  'cherry-pick',
+  'commit',
+  'merge',
+  'merge-tree',
+  'read-tree',
+  'rebase',
+  'reset',
+  'restore',
+  'stash',
+  'status',
+  'switch',
+  'worktree',
+]);
+
+const DRIVER_KEY = /^(filter|merge)\.(.+)\.(clean|smudge|process|required|driver)$/i;
+
+/**
+ * Settings that switch off every filter and merge driver the repository's own
+ * config at `cwd` defines (its `config` and `config.worktree` and what they
+ * include; the user's global drivers stay) (names are the config's, so they are read first,
+ * with `git config`, which runs nothing; they reach git in its environment,
+ * where a name with `=` in it stays whole): a filter's programs become
+ * empty (git then passes the bytes through) and it is not required, and a
+ * merge driver becomes `false`, so a file it would merge is a conflict. A
+ * directory that is not a repository has none.
+ */
+export async function driverOverrides(cwd: string): Promise<[string, string][]> {
+  const listed = await runProcess({
+    argv: ['git', '-C', resolve(cwd), ...safeGitArgs(), 'config', '--show-scope', '--null', '--name-only', '--get-regexp', '^(filter|merge)[.]'],
+    cwd: '/',
+    env: gitEnvironment(),
+    timeoutMs: 60_000,
+    output: { maxBytes: 4 * 1024 * 1024, onOverflow: 'kill' },
+    stderr: { maxBytes: 64 * 1024 },
+    killGraceMs: KILL_GRACE_MS,
+  });
+  // Exit 1: no such key; 128: no repository there or a config git cannot read, which the command itself then fails on
+  // alike. Anything else fails the command that needed the list, rather than run it with drivers on.
+  if (listed.exitCode === 128) return [];
+  if (listed.timedOut || listed.overflowed || listed.startError !== null || (listed.exitCode !== 0 && listed.exitCode !== 1)) {
+    throw new ProofgateError(
+      'GIT',
+      `the repository's filter and merge drivers could not be read: ${firstLine(listed.stderr.toString('utf8')) || 'git config failed'}`,
+    );
+  }
+  const overrides = new Map<string, string>();
+  const fields = listed.output.toString('utf8').split('\0');
+  for (let i = 0; i + 1 < fields.length; i += 2) {
+    // Scope, then name. The user's own (global) drivers, such as git-lfs's filter, are the user's choice and stay.
+    if (fields[i] !== 'local' && fields[i] !== 'worktree') continue;
+    const found = DRIVER_KEY.exec(fields[i + 1] ?? '');
+    if (found === null) continue;
+    const [, kind = '', name = ''] = found;
+    if (kind.toLowerCase() === 'filter') {
+      for (const part of ['clean', 'smudge', 'process']) overrides.set(`filter.${name}.${part}`, '');
+      overrides.set(`filter.${name}.required`, 'false');
+    } else {
+      overrides.set(`merge.${name}.driver`, 'false');
+    }
+  }
+  return [...overrides];
+}
+
+/**
  * Run `git -C cwd args...`; resolve with the result when the exit code is
  * accepted, else reject with one `GIT` error naming the command and git's
  * first line (`ABORTED` when `signal` aborted it).
@@ -233,11 +320,12 @@ export async function runGit(cwd: string, args: readonly string[], options: GitO
   const secretConfig = options.secretConfig ?? [];
   const redact = gitRedactor([...(options.redact ?? []), ...secretConfig.map(([, value]) => value)]);
   const maxBuffer = options.maxBuffer ?? DEFAULT_MAX_BUFFER;
+  const drivers = DRIVER_COMMANDS.has(args[0] ?? '') ? await driverOverrides(cwd) : [];
   const run = await runProcess({
     // git changes to `cwd` itself (-C): a missing directory is git's own error, and proofgate's working directory never matters.
     argv: ['git', '-C', resolve(cwd), ...safeGitArgs(), ...config, ...args],
     cwd: '/',
-    env: gitEnvironment(options.env, options.isolated === true, secretConfig, options.transport ?? []),
+    env: gitEnvironment(options.env, options.isolated === true, secretConfig, options.transport ?? [], drivers),
     timeoutMs: options.timeoutMs ?? Number.POSITIVE_INFINITY,
     output: { maxBytes: maxBuffer, onOverflow: 'kill' },
     stderr: { maxBytes: Math.min(maxBuffer, STDERR_BYTES) },

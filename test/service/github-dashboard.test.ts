@@ -558,6 +558,37 @@ describePostgres(
       expect(revoked.status, revoked.stderr).toBe(0);
       expect((await get(`${first.url as string}/api/summary`, { authorization: `Bearer ${token}` })).status).toBe(401);
     });
+
+    it('connections the database server ends (a restart, pg_terminate_backend) do not end the service; it answers again', async () => {
+      const pg = loadPg();
+      const database = `proofgate_board_${randomBytes(6).toString('hex')}`;
+      const admin = new pg.Client({ connectionString: databaseUrl });
+      await admin.connect();
+      await admin.query(`CREATE DATABASE ${database}`);
+      const parsed = new URL(databaseUrl);
+      parsed.pathname = `/${database}`;
+      finals.push(async () => {
+        await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+        await admin.end();
+      });
+      const work = mkdtempSync(join(tmpdir(), 'proofgate-board-pg-'));
+      finals.push(async () => rmSync(work, { recursive: true, force: true }));
+      harness = await startServiceHarness({ storage: { kind: 'postgres', url: parsed.toString(), workDir: join(work, randomUUID()) } });
+      const service = harness.service;
+      const one = harness.openPullRequest('feature');
+      await harness.comment(one.number, '/proofgate status');
+      const oneId = `${repoName(harness).toLowerCase()}#${one.number}`;
+      await until(async () => (await changesOf(service.url as string)).some((r) => r.id === oneId), 'the service did not show its change');
+      // Every connection of the service to its database, idle ones included, ended by the server.
+      const ended = await admin.query('SELECT pg_terminate_backend(pid) AS ended FROM pg_stat_activity WHERE datname = $1', [database]);
+      expect(ended.rows.length).toBeGreaterThan(0);
+      // The service goes on: a new change is recorded and shown, through new connections.
+      const two = harness.openPullRequest('other');
+      await harness.comment(two.number, '/proofgate status');
+      const twoId = `${repoName(harness).toLowerCase()}#${two.number}`;
+      await until(async () => (await changesOf(service.url as string)).some((r) => r.id === twoId), 'the service did not show the new change');
+      expect((await get(`${service.url as string}/readyz`)).status).toBe(200);
+    });
   },
   { timeout: 120_000 },
 );

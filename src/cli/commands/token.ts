@@ -55,6 +55,8 @@ async function tokenDataDir(flags: TokenFlags): Promise<string> {
 /** The identities of a GitHub App service's PostgreSQL database (the namespace `serve --database-url` reads them from). */
 async function openDatabaseIdentities(url: string): Promise<{ readonly store: IdentityStore; close(): Promise<void> }> {
   const pool = new (loadPg().Pool)({ connectionString: url, max: 1 });
+  // An idle connection the server ends is an 'error' on the pool; the next query (if any) fails on its own.
+  pool.on('error', () => undefined);
   try {
     const storage = await createPostgresRunStorage({ pool, namespace: IDENTITIES_NAMESPACE, policy: defaultStoragePolicy });
     return {

@@ -191,6 +191,9 @@ export async function startGitHubService(options: GitHubServiceOptions): Promise
 
   // Storage: one namespace per repository plus the intake's, one database (a shared pool on PostgreSQL).
   const pool = options.storage.kind === 'postgres' ? new (loadPg().Pool)({ connectionString: options.storage.url, max: 8 }) : null;
+  // An idle connection the server ends (a restart, a failover, pg_terminate_backend) is an 'error' on the pool: logged,
+  // and the pool connects again for the next query. Without a listener it would end the process.
+  pool?.on('error', (error) => logger.warn({ err: errorMessage(error) }, 'database connection lost'));
   const opened = new Map<string, Promise<RunStorage>>();
   const openStorage = (namespace: string): Promise<RunStorage> => {
     let storage = opened.get(namespace);

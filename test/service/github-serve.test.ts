@@ -223,7 +223,8 @@ describe('proofgate serve (the command) as a GitHub App', { timeout: 120_000 }, 
       });
       let stderr = '';
       child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-      const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+      // 'close', not 'exit': stderr is read to its end before the exit code counts.
+      const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
       await until(() => stderr.includes('"msg":"listening"'), `serve did not log "listening":\n${stderr}`);
       const listening = stderr
         .split('\n')

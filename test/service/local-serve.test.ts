@@ -106,7 +106,8 @@ async function serve(repo: TempRepo, data: string, extra: readonly string[] = []
     }
     for (const wake of [...waiters]) wake();
   });
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  // 'close', not 'exit': the process's output is read to its end before the exit code counts.
+  const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
   const waitFor = (match: (line: LogLine) => boolean, what: string): Promise<LogLine> =>
     within(
       new Promise<LogLine>((resolve, reject) => {

@@ -24,6 +24,7 @@ import { runProcess } from './process.js';
  *   `--no-ext-diff --no-textconv` (an empty `diff.external` would break diff).
  * - talks to no remote unless the caller names the protocols it may use
  *   (`transport`; see `gitEnvironment`): a lazy fetch is a way to run a program,
+ * - reads every object as its name says: no replace refs and no grafts,
  * - runs no filter or merge driver the repository's config defines, in the
  *   commands that would (`DRIVER_COMMANDS`, see `driverOverrides`), and no
  *   signature verifier (`log.showSignature`, `gpg.*.program`).
@@ -174,7 +175,16 @@ export function gitEnvironment(
     env[`GIT_CONFIG_KEY_${i}`] = key;
     env[`GIT_CONFIG_VALUE_${i}`] = value;
   });
-  return { ...env, ...extra, GIT_ALLOW_PROTOCOL: transport.join(':'), GIT_NO_LAZY_FETCH: '1' };
+  // Replace refs (`refs/replace/<sha>`, which anyone who can write a ref can make) would make git read other bytes for a
+  // commit than the ones its sha names, and grafts other parents: every read sees the objects as their names say.
+  return {
+    ...env,
+    ...extra,
+    GIT_ALLOW_PROTOCOL: transport.join(':'),
+    GIT_NO_LAZY_FETCH: '1',
+    GIT_NO_REPLACE_OBJECTS: '1',
+    GIT_GRAFT_FILE: '/dev/null',
+  };
 }
 
 /** The same settings as `-c` arguments, for the front of a git command line (they win over every config file). */

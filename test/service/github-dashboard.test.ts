@@ -511,24 +511,29 @@ describe('several processes on one store', () => {
   });
 });
 
+/** A database of its own for one test (dropped after the harness, with its work folder), and an admin connection to the server. */
+async function scratchDatabase(databaseUrl: string): Promise<{ url: string; work: string; database: string; admin: import('pg').Client }> {
+  const pg = loadPg();
+  const database = `proofgate_board_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: databaseUrl });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${database}`);
+  const parsed = new URL(databaseUrl);
+  parsed.pathname = `/${database}`;
+  finals.push(async () => {
+    await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+    await admin.end();
+  });
+  const work = mkdtempSync(join(tmpdir(), 'proofgate-board-pg-'));
+  finals.push(async () => rmSync(work, { recursive: true, force: true }));
+  return { url: parsed.toString(), work, database, admin };
+}
+
 describePostgres(
   'the GitHub service on PostgreSQL',
   (databaseUrl) => {
     it('two services on one database each show the change the other handled', async () => {
-      const pg = loadPg();
-      const database = `proofgate_board_${randomBytes(6).toString('hex')}`;
-      const admin = new pg.Client({ connectionString: databaseUrl });
-      await admin.connect();
-      await admin.query(`CREATE DATABASE ${database}`);
-      const parsed = new URL(databaseUrl);
-      parsed.pathname = `/${database}`;
-      const url = parsed.toString();
-      finals.push(async () => {
-        await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
-        await admin.end();
-      });
-      const work = mkdtempSync(join(tmpdir(), 'proofgate-board-pg-'));
-      finals.push(async () => rmSync(work, { recursive: true, force: true }));
+      const { url, work } = await scratchDatabase(databaseUrl);
       const storageOf = () => ({ kind: 'postgres' as const, url, workDir: join(work, randomUUID()) });
       harness = await startServiceHarness({ storage: storageOf() });
       const first = harness.service;
@@ -560,20 +565,8 @@ describePostgres(
     });
 
     it('connections the database server ends (a restart, pg_terminate_backend) do not end the service; it answers again', async () => {
-      const pg = loadPg();
-      const database = `proofgate_board_${randomBytes(6).toString('hex')}`;
-      const admin = new pg.Client({ connectionString: databaseUrl });
-      await admin.connect();
-      await admin.query(`CREATE DATABASE ${database}`);
-      const parsed = new URL(databaseUrl);
-      parsed.pathname = `/${database}`;
-      finals.push(async () => {
-        await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
-        await admin.end();
-      });
-      const work = mkdtempSync(join(tmpdir(), 'proofgate-board-pg-'));
-      finals.push(async () => rmSync(work, { recursive: true, force: true }));
-      harness = await startServiceHarness({ storage: { kind: 'postgres', url: parsed.toString(), workDir: join(work, randomUUID()) } });
+      const { url, work, database, admin } = await scratchDatabase(databaseUrl);
+      harness = await startServiceHarness({ storage: { kind: 'postgres', url, workDir: join(work, randomUUID()) } });
       const service = harness.service;
       const one = harness.openPullRequest('feature');
       await harness.comment(one.number, '/proofgate status');

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { link, mkdir, readdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { processGone } from './process.js';
 
 /**
  * The checkout guard: how proofgate processes sharing one repository tell each other that a branch checked out in a
@@ -56,15 +57,7 @@ interface Sight {
   readonly over: readonly { readonly name: string; readonly generation: number }[];
 }
 
-function alive(pid: number): boolean {
-  if (pid === process.pid) return true;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code !== 'ESRCH';
-  }
-}
+const alive = (pid: number): boolean => !processGone(pid);
 
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));

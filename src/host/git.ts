@@ -283,28 +283,22 @@ const DRIVER_KEY = /^(filter|merge)\.(.+)\.(clean|smudge|process|required|driver
  * directory that is not a repository has none.
  */
 export async function driverOverrides(cwd: string): Promise<[string, string][]> {
-  const listed = await runProcess({
-    argv: ['git', '-C', resolve(cwd), ...safeGitArgs(), 'config', '--show-scope', '--null', '--name-only', '--get-regexp', '^(filter|merge)[.]'],
-    cwd: '/',
-    env: gitEnvironment(),
-    timeoutMs: 60_000,
-    output: { maxBytes: 4 * 1024 * 1024, onOverflow: 'kill' },
-    stderr: { maxBytes: 64 * 1024 },
-    killGraceMs: KILL_GRACE_MS,
-  });
   // Exit 1: no such key; 128: no repository there or a config git cannot read, which the command itself then fails on
-  // alike. Anything else fails the command that needed the list, rather than run it with drivers on.
-  if (listed.exitCode === 128) return [];
-  if (listed.timedOut || listed.overflowed || listed.startError !== null || (listed.exitCode !== 0 && listed.exitCode !== 1)) {
-    throw new ProofgateError(
-      'GIT',
-      `the repository's filter and merge drivers could not be read: ${firstLine(listed.stderr.toString('utf8')) || 'git config failed'}`,
-    );
-  }
+  // alike. Any other failure is runGit's GIT error: the command that needed the list does not run with drivers on.
+  const listed = await runGit(cwd, ['config', '--show-scope', '--null', '--name-only', '--get-regexp', '^(filter|merge)[.]'], {
+    okExitCodes: [1, 128],
+    timeoutMs: 60_000,
+    maxBuffer: 4 * 1024 * 1024,
+  });
+  return listed.exitCode === 128 ? [] : driverSwitches(listed.stdout.toString('utf8'));
+}
+
+/** The settings that switch off the drivers `git config --show-scope --null --name-only` listed (scope, then name). Pure. */
+export function driverSwitches(listing: string): [string, string][] {
   const overrides = new Map<string, string>();
-  const fields = listed.output.toString('utf8').split('\0');
+  const fields = listing.split('\0');
   for (let i = 0; i + 1 < fields.length; i += 2) {
-    // Scope, then name. The user's own (global) drivers, such as git-lfs's filter, are the user's choice and stay.
+    // The user's own (global) drivers, such as git-lfs's filter, are the user's choice and stay.
     if (fields[i] !== 'local' && fields[i] !== 'worktree') continue;
     const found = DRIVER_KEY.exec(fields[i + 1] ?? '');
     if (found === null) continue;

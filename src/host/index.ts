@@ -9,7 +9,7 @@
  * repository see each other's moves of a checked-out branch. Imports only `core`.
  */
 export { CREDENTIAL_NAME, PORTABLE_ENV, SESSION_ENV, TOOLCHAIN_ENV, allowListedEnv } from './env.js';
-export { runProcess, type ProcessRequest, type ProcessResult, type OutputCap } from './process.js';
+export { processGone, runProcess, type ProcessRequest, type ProcessResult, type OutputCap } from './process.js';
 export {
   runGit,
   gitText,

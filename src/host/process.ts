@@ -80,6 +80,21 @@ function notStarted(reason: Pick<ProcessResult, 'aborted' | 'startError'>): Proc
 }
 
 /** Run one program to its end; the promise never rejects: every way it ends is in the result. */
+/**
+ * Whether the process `pid` of this host is gone (signal 0 fails with ESRCH). This process, a pid that is not a
+ * positive safe integer, and one that exists but is not ours to signal all count as not gone (a pid reused since is
+ * taken for alive).
+ */
+export function processGone(pid: number): boolean {
+  if (!Number.isSafeInteger(pid) || pid <= 0 || pid === process.pid) return false;
+  try {
+    process.kill(pid, 0);
+    return false;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'ESRCH';
+  }
+}
+
 export function runProcess(request: ProcessRequest): Promise<ProcessResult> {
   const [file, ...args] = request.argv;
   if (file === undefined || file === '') return Promise.resolve(notStarted({ aborted: false, startError: 'empty command' }));

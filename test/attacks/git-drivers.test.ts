@@ -40,6 +40,12 @@ function commitAll(message: string): string {
   return git(repo, ['rev-parse', 'HEAD']);
 }
 
+/** Plain git's status, after the file is written again: proofgate's read may have refreshed the index's stat data, after which git would not hash the file. */
+function plainStatus(): void {
+  writeFileSync(join(repo, 'f.txt'), 'main\n');
+  git(repo, ['status', '--porcelain']);
+}
+
 beforeEach(() => {
   root = mkdtempSync(join(tmpdir(), 'proofgate-attack-drivers-'));
   repo = join(root, 'repo');
@@ -81,9 +87,7 @@ describe('attack: filter and merge drivers and signature verifiers from the repo
     writeFileSync(join(repo, 'f.txt'), 'main\n');
     await repositoryFingerprint(repo);
     expect(existsSync(marker)).toBe(false);
-    // Written again: proofgate's read may have refreshed the index's stat data, after which git would not hash the file.
-    writeFileSync(join(repo, 'f.txt'), 'main\n');
-    git(repo, ['status', '--porcelain']);
+    plainStatus();
     expect(existsSync(marker)).toBe(true);
   });
 
@@ -95,9 +99,7 @@ describe('attack: filter and merge drivers and signature verifiers from the repo
     const status = await runGit(repo, ['status', '--porcelain=v1', '-z', '--untracked-files=no']);
     expect(status.exitCode).toBe(0);
     expect(existsSync(marker)).toBe(false);
-    // Written again: proofgate's read may have refreshed the index's stat data, after which git would not hash the file.
-    writeFileSync(join(repo, 'f.txt'), 'main\n');
-    git(repo, ['status', '--porcelain']);
+    plainStatus();
     expect(existsSync(marker)).toBe(true);
   });
 

@@ -18,6 +18,7 @@
  */
 import { hostname } from 'node:os';
 import { ProofgateError, isProofgateError, newId, systemClock, type Clock } from '../../core/index.js';
+import { processGone } from '../../host/index.js';
 import type { FactsCache } from './facts.js';
 import { fencedForge } from './fence.js';
 import { runAutomergeLoop, type LoopOutcome, type ManualCommand } from './loop.js';
@@ -313,12 +314,5 @@ export class ChangeJobs {
 export function leaseHolderGone(holder: Pick<Lease, 'owner'>): boolean {
   const match = /^(.*):(\d+):[^:]+$/.exec(holder.owner);
   if (match === null || match[1] !== hostname()) return false;
-  const pid = Number(match[2]);
-  if (!Number.isSafeInteger(pid) || pid <= 0 || pid === process.pid) return false;
-  try {
-    process.kill(pid, 0);
-    return false;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'ESRCH';
-  }
+  return processGone(Number(match[2]));
 }

@@ -834,60 +834,63 @@ const arbOutcome: fc.Arbitrary<LedgerRecord> = fc.oneof(
 
 describe('decideAutomerge: properties', () => {
   it('merge is only ever returned for the current head with a verified pass marker for that sha under the live config', () => {
-    const seen = new Map<string, number>();
+    let seen = new Map<string, number>();
     const codeKinds = new Map<AutomergeReasonCode, string>();
-    fc.assert(
-      fc.property(
-        fc.array(arbVerdictSpec, { maxLength: 4 }),
-        fc.array(arbCheck, { maxLength: 6 }),
-        fc.array(arbOutcome, { maxLength: 6 }),
-        fc.record({
-          head: fc.constantFrom(...HEADS),
-          mergeable: fc.constantFrom(...MERGEABLES),
-          status: fc.constantFrom(...STATES),
-          draft: fc.boolean(),
-          state: fc.constantFrom<'open' | 'closed' | 'merged'>('open', 'open', 'open', 'closed', 'merged'),
-        }),
-        fc.boolean(),
-        (specs, checks, outcomes, drawn, tidy) => {
-          // Half of the cases are tidied towards a mergeable change so that merges are frequent.
-          const live = tidy ? { ...drawn, mergeable: 'MERGEABLE' as const, status: 'CLEAN' as const, draft: false, state: 'open' as const } : drawn;
-          const allSpecs = tidy ? [...specs, { head: live.head, verdict: 'CONFIRMED' as const, findings: 0, review: null, config: CONFIG }] : specs;
-          const liveChecks = tidy
-            ? [check('build', { headSha: live.head })]
-            : checks.map((c) => check(c.name, { headSha: c.head, status: c.status, conclusion: c.status === 'completed' ? c.conclusion : null }));
-          const marks = allSpecs.length === 0 ? [] : verdicts(...allSpecs);
-          const snap = snapshot({
-            head: { ref: 'feature', sha: live.head },
-            mergeable: live.mergeable,
-            mergeStateStatus: live.status,
-            draft: live.draft,
-            state: live.state,
-            checks: liveChecks,
-          });
-          const decision = decideAutomerge(snap, ledger(...outcomes), defaultAutomergePolicy, marks, facts());
-          seen.set(decision.kind, (seen.get(decision.kind) ?? 0) + 1);
-          // Every decision carries a listed code and prose; a code always comes with the same kind of decision.
-          expect(AUTOMERGE_REASON_CODES).toContain(decision.code);
-          expect(decision.reason.trim()).not.toBe('');
-          const kindOfCode = codeKinds.get(decision.code) ?? decision.kind;
-          expect(kindOfCode).toBe(decision.kind);
-          codeKinds.set(decision.code, decision.kind);
-          if (decision.kind === 'merge') {
-            expect(decision.head).toBe(snap.head.sha);
-            // Only verdicts bound to the live config count: the latest of them is the pass.
-            const forHead = marks.filter((m) => m.fields.head === snap.head.sha && m.fields.change === snap.id && m.fields.config === CONFIG);
-            expect(forHead.length).toBeGreaterThan(0);
-            expect(forHead[forHead.length - 1]?.fields.verdict).toBe('CONFIRMED');
-            expect(snap.state).toBe('open');
-            expect(snap.mergeable).toBe('MERGEABLE');
-          }
-          if (decision.kind === 'review' || decision.kind === 'repair') expect(decision.head).toBe(snap.head.sha);
-        },
-      ),
-      { numRuns: 400 },
+    const property = fc.property(
+      fc.array(arbVerdictSpec, { maxLength: 4 }),
+      fc.array(arbCheck, { maxLength: 6 }),
+      fc.array(arbOutcome, { maxLength: 6 }),
+      fc.record({
+        head: fc.constantFrom(...HEADS),
+        mergeable: fc.constantFrom(...MERGEABLES),
+        status: fc.constantFrom(...STATES),
+        draft: fc.boolean(),
+        state: fc.constantFrom<'open' | 'closed' | 'merged'>('open', 'open', 'open', 'closed', 'merged'),
+      }),
+      fc.boolean(),
+      (specs, checks, outcomes, drawn, tidy) => {
+        // Half of the cases are tidied towards a mergeable change so that merges are frequent.
+        const live = tidy ? { ...drawn, mergeable: 'MERGEABLE' as const, status: 'CLEAN' as const, draft: false, state: 'open' as const } : drawn;
+        const allSpecs = tidy ? [...specs, { head: live.head, verdict: 'CONFIRMED' as const, findings: 0, review: null, config: CONFIG }] : specs;
+        const liveChecks = tidy
+          ? [check('build', { headSha: live.head })]
+          : checks.map((c) => check(c.name, { headSha: c.head, status: c.status, conclusion: c.status === 'completed' ? c.conclusion : null }));
+        const marks = allSpecs.length === 0 ? [] : verdicts(...allSpecs);
+        const snap = snapshot({
+          head: { ref: 'feature', sha: live.head },
+          mergeable: live.mergeable,
+          mergeStateStatus: live.status,
+          draft: live.draft,
+          state: live.state,
+          checks: liveChecks,
+        });
+        const decision = decideAutomerge(snap, ledger(...outcomes), defaultAutomergePolicy, marks, facts());
+        seen.set(decision.kind, (seen.get(decision.kind) ?? 0) + 1);
+        // Every decision carries a listed code and prose; a code always comes with the same kind of decision.
+        expect(AUTOMERGE_REASON_CODES).toContain(decision.code);
+        expect(decision.reason.trim()).not.toBe('');
+        const kindOfCode = codeKinds.get(decision.code) ?? decision.kind;
+        expect(kindOfCode).toBe(decision.kind);
+        codeKinds.set(decision.code, decision.kind);
+        if (decision.kind === 'merge') {
+          expect(decision.head).toBe(snap.head.sha);
+          // Only verdicts bound to the live config count: the latest of them is the pass.
+          const forHead = marks.filter((m) => m.fields.head === snap.head.sha && m.fields.change === snap.id && m.fields.config === CONFIG);
+          expect(forHead.length).toBeGreaterThan(0);
+          expect(forHead[forHead.length - 1]?.fields.verdict).toBe('CONFIRMED');
+          expect(snap.state).toBe('open');
+          expect(snap.mergeable).toBe('MERGEABLE');
+        }
+        if (decision.kind === 'review' || decision.kind === 'repair') expect(decision.head).toBe(snap.head.sha);
+      },
     );
-    // The generators reach every kind of decision, merges included, so the property is not vacuous.
+    // A fresh random sample each run looks for counterexamples.
+    fc.assert(property, { numRuns: 400 });
+    // The generators reach every kind of decision, merges included, so the property is not vacuous. How often a
+    // rare kind is drawn depends on the sample, so the count is taken on a fixed seed: a random one missed
+    // `block` once in CI.
+    seen = new Map();
+    fc.assert(property, { numRuns: 400, seed: 20261202 });
     expect([...seen.keys()].sort()).toEqual(['block', 'merge', 'repair', 'review', 'stop', 'wait']);
     expect(seen.get('merge') ?? 0).toBeGreaterThan(10);
   });

@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { Readable } from 'node:stream';
+import { launch, launcherWanted, type LaunchedProcess } from './launcher.js';
 import { OutputCapture, type OutputCap } from './output.js';
 
 /**
@@ -12,6 +13,10 @@ import { OutputCapture, type OutputCap } from './output.js';
  * kills the group at once. When the program exits, anything it left running in
  * its group is killed; output still buffered is read for at most `drainMs`, so
  * a process that escaped the group and holds the pipes cannot stall the caller.
+ *
+ * A plain start (no extra pipes, no handle wanted, stdin as bytes or none)
+ * from a process past the launcher's resident size is made by the launcher
+ * (launcher.ts), which only changes the program's parent.
  */
 
 export type { OutputCap } from './output.js';
@@ -112,25 +117,30 @@ export function runProcess(request: ProcessRequest): Promise<ProcessResult> {
     let killTimer: NodeJS.Timeout | undefined;
     let drainTimer: NodeJS.Timeout | undefined;
 
-    const child = spawn(file, args, {
-      cwd: request.cwd,
-      detached: true,
-      stdio: [request.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe', ...Array.from({ length: request.extraPipes ?? 0 }, () => 'pipe' as const)],
-      env: { ...request.env },
-      windowsHide: true,
-    });
+    const plain = (request.extraPipes ?? 0) === 0 && request.onSpawn === undefined && !(request.stdin instanceof Readable);
+    const child: ChildProcess | LaunchedProcess =
+      plain && launcherWanted()
+        ? launch({ file, args, cwd: request.cwd, env: request.env, stdin: (request.stdin as string | Uint8Array | undefined) ?? null })
+        : spawn(file, args, {
+            cwd: request.cwd,
+            detached: true,
+            stdio: [request.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe', ...Array.from({ length: request.extraPipes ?? 0 }, () => 'pipe' as const)],
+            env: { ...request.env },
+            windowsHide: true,
+          });
+    const signalChild = (signal: NodeJS.Signals): void => ('killGroup' in child ? child.killGroup(signal) : killGroup(child.pid, signal));
     const stop = () => {
       if (grace <= 0) {
-        killGroup(child.pid, 'SIGKILL');
+        signalChild('SIGKILL');
         return;
       }
-      killGroup(child.pid, 'SIGTERM');
-      killTimer ??= setTimeout(() => killGroup(child.pid, 'SIGKILL'), grace);
+      signalChild('SIGTERM');
+      killTimer ??= setTimeout(() => signalChild('SIGKILL'), grace);
     };
     const onOverflow = () => {
       if (overflowed) return;
       overflowed = true;
-      killGroup(child.pid, 'SIGKILL');
+      signalChild('SIGKILL');
     };
     const output = new OutputCapture(request.output, onOverflow);
     const stderrCap = request.stderr ?? 'merge';
@@ -160,6 +170,7 @@ export function runProcess(request: ProcessRequest): Promise<ProcessResult> {
       request.signal?.removeEventListener('abort', onAbort);
       child.stdout?.destroy();
       child.stderr?.destroy();
+      if ('release' in child) child.release();
       resolve({
         exitCode,
         signal: exitSignal,
@@ -185,11 +196,11 @@ export function runProcess(request: ProcessRequest): Promise<ProcessResult> {
       clearTimeout(timer);
       clearTimeout(killTimer);
       // Nothing a program started may outlive it.
-      killGroup(child.pid, 'SIGKILL');
+      signalChild('SIGKILL');
       drainTimer = setTimeout(settle, request.drainMs ?? DEFAULT_DRAIN_MS);
     });
     child.on('close', settle);
-    request.onSpawn?.(child);
+    if (!('release' in child)) request.onSpawn?.(child);
     if (child.stdin !== null) {
       // A program that exits without reading its input must not fail the run.
       child.stdin.on('error', () => undefined);

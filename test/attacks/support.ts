@@ -136,15 +136,7 @@ export function survivors(token: string): number[] {
   return found;
 }
 
-export function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return false;
-  }
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  return !/^\S+ \(.*\) [ZX]/s.test(stat);
-}
+export { alive } from '../support/wait.js';
 
 /** What an attack must not change: every ref, the git dir's config, hooks and info files. */
 export interface RepoState {

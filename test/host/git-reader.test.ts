@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { mkdirSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -8,6 +8,7 @@ import { isProofgateError } from '../../src/core/index.js';
 import { GitObjectReader, commitOf, gitObjectReader, hasCommit, isAncestor, objectInfo, readObject } from '../../src/host/index.js';
 import { GitRepository } from '../../src/forge/local/index.js';
 import { repositoryFingerprint } from '../../src/review/repo-state.js';
+import { alive } from '../support/wait.js';
 import { makeSeededRepo, type TempRepo } from '../forge/git-fixture.js';
 import { startTestProcess } from '../support/processes.js';
 import { until, within } from '../support/wait.js';
@@ -28,14 +29,6 @@ function revParse(name: string): string | null {
     return execFileSync('git', ['-C', repo.dir, 'rev-parse', '--verify', '--quiet', '--end-of-options', name], { encoding: 'utf8', stdio: 'pipe' }).trim();
   } catch {
     return null;
-  }
-}
-
-function alive(pid: number): boolean {
-  try {
-    return !/^\d+ \(.*\) [ZX]/s.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-  } catch {
-    return false;
   }
 }
 

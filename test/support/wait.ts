@@ -32,12 +32,20 @@ export async function until(done: () => boolean | Promise<boolean>, what: string
   if (!(await eventually(done, boundMs))) throw new Error(`${what} (not within ${boundMs} ms)`);
 }
 
+/** Whether process `pid` is alive: /proc lists it and it is not a zombie waiting to be reaped (Linux). */
+export function alive(pid: number | string): boolean {
+  try {
+    return !/^\d+ \(.*\) [ZX]/s.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return false;
+  }
+}
+
 /** Live host processes (zombies do not count) whose command line contains `marker`. */
 export function runningWith(marker: string): string[] {
   return readdirSync('/proc').filter((pid) => {
-    if (!/^\d+$/.test(pid)) return false;
+    if (!/^\d+$/.test(pid) || !alive(pid)) return false;
     try {
-      if (/^\d+ \(.*\) [ZX]/s.test(readFileSync(`/proc/${pid}/stat`, 'utf8'))) return false;
       return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(marker);
     } catch {
       return false;

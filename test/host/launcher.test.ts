@@ -1,0 +1,121 @@
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { runProcess, type ProcessRequest } from '../../src/host/index.js';
+import { LAUNCHER_RSS_BYTES, launcherWanted, setLauncherMode } from '../../src/host/launcher.js';
+import { alive, eventually } from '../support/wait.js';
+
+const scratch = mkdtempSync(join(tmpdir(), 'proofgate-host-launcher-'));
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+afterEach(() => {
+  setLauncherMode('auto');
+});
+
+const ENV = { PATH: process.env.PATH ?? '/usr/bin:/bin' };
+const DIST_HOST = fileURLToPath(new URL('../../dist/host/index.js', import.meta.url));
+const DIST_LAUNCHER = fileURLToPath(new URL('../../dist/host/launcher.js', import.meta.url));
+
+function shell(script: string, extra: Partial<ProcessRequest> = {}): ProcessRequest {
+  return { argv: ['/bin/sh', '-c', script], cwd: scratch, env: ENV, timeoutMs: 60_000, output: { maxBytes: 64 * 1024 }, killGraceMs: 0, ...extra };
+}
+
+describe('the process launcher', () => {
+  it('is chosen by resident size unless pinned', () => {
+    expect(launcherWanted()).toBe(process.memoryUsage.rss() >= LAUNCHER_RSS_BYTES);
+    setLauncherMode('always');
+    expect(launcherWanted()).toBe(true);
+    setLauncherMode('never');
+    expect(launcherWanted()).toBe(false);
+  });
+
+  it('starts the program from another process, which is all that changes', async () => {
+    setLauncherMode('never');
+    const here = await runProcess(shell('echo $PPID'));
+    expect(Number(here.output.toString('utf8'))).toBe(process.pid);
+    setLauncherMode('always');
+    const launched = await runProcess(shell('echo $PPID; echo out; echo err >&2; exit 4', { stderr: { maxBytes: 1024 } }));
+    const [parent, out] = launched.output.toString('utf8').trim().split('\n');
+    expect(Number(parent)).not.toBe(process.pid);
+    expect(out).toBe('out');
+    expect(launched.stderr.toString('utf8')).toBe('err\n');
+    expect(launched.exitCode).toBe(4);
+  });
+
+  it('relays megabytes of output byte for byte, and stdin in', async () => {
+    setLauncherMode('always');
+    const input = Buffer.alloc(3 * 1024 * 1024);
+    for (let i = 0; i < input.length; i += 1) input[i] = (i * 7919) % 251;
+    const result = await runProcess(shell('cat; cat', { stdin: input, output: { maxBytes: 16 * 1024 * 1024 } }));
+    expect(result.exitCode).toBe(0);
+    expect(result.output.length).toBe(input.length);
+    expect(createHash('sha256').update(result.output).digest('hex')).toBe(createHash('sha256').update(input).digest('hex'));
+  });
+
+  it('an abort mid-run kills the whole group of a launched program', async () => {
+    setLauncherMode('always');
+    const pids = join(scratch, 'abort-pids');
+    const stop = new AbortController();
+    const running = runProcess(shell(`sleep 300 & echo $! > ${pids}.tmp; mv ${pids}.tmp ${pids}; wait`, { signal: stop.signal }));
+    await eventually(() => existsSync(pids));
+    const sleeper = Number(readFileSync(pids, 'utf8'));
+    stop.abort();
+    const result = await running;
+    expect(result.aborted).toBe(true);
+    await eventually(() => !alive(sleeper));
+  });
+
+  it('a launcher that dies fails what it was running, kills those groups, and the next start gets a new one', async () => {
+    setLauncherMode('always');
+    const pids = join(scratch, 'lost-pids');
+    const running = runProcess(shell(`sleep 300 & echo "$PPID $!" > ${pids}.tmp; mv ${pids}.tmp ${pids}; wait`));
+    await eventually(() => existsSync(pids));
+    const [launcherPid, sleeper] = readFileSync(pids, 'utf8').trim().split(' ').map(Number) as [number, number];
+    expect(launcherPid).not.toBe(process.pid);
+    process.kill(launcherPid, 'SIGKILL');
+    const result = await running;
+    expect(result.exitCode).toBeNull();
+    expect(result.startError).toBe('the process launcher exited');
+    await eventually(() => !alive(sleeper));
+    const next = await runProcess(shell('echo $PPID'));
+    expect(next.exitCode).toBe(0);
+    const nextLauncher = Number(next.output.toString('utf8'));
+    expect(nextLauncher).not.toBe(launcherPid);
+    expect(nextLauncher).not.toBe(process.pid);
+  });
+
+  it('a program that cannot start is reported as with spawn', async () => {
+    setLauncherMode('always');
+    const result = await runProcess({ ...shell(''), argv: ['/nonexistent/program'] });
+    expect(result.exitCode).toBeNull();
+    expect(result.startError).toMatch(/ENOENT/);
+  });
+
+  it('does not keep node alive once idle, and ends with the process that started it', async () => {
+    const script = join(scratch, 'uses-launcher.mjs');
+    writeFileSync(
+      script,
+      [
+        `const { runProcess } = await import(${JSON.stringify(DIST_HOST)});`,
+        `const { setLauncherMode } = await import(${JSON.stringify(DIST_LAUNCHER)});`,
+        `setLauncherMode('always');`,
+        `const r = await runProcess({ argv: ['/bin/sh', '-c', 'echo $PPID'], cwd: '/', env: { PATH: '/usr/bin:/bin' }, timeoutMs: 60000, output: { maxBytes: 1024 } });`,
+        `process.stdout.write(r.output);`,
+      ].join('\n'),
+    );
+    const child = spawn(process.execPath, [script], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
+    // The script ends by itself: an idle launcher holds nothing open. (A held-open script would time this test out.)
+    const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
+    expect(code).toBe(0);
+    const launcherPid = Number(out.trim());
+    expect(launcherPid).toBeGreaterThan(0);
+    expect(launcherPid).not.toBe(child.pid);
+    // Its channel closed with the script: the launcher is gone too.
+    await eventually(() => !alive(launcherPid));
+  });
+});

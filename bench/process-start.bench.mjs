@@ -9,6 +9,7 @@
 // on a quiet machine). A round of starts from a fresh process is the floor.
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { performance } from 'node:perf_hooks';
 
 const RESIDENT_MB = 400;
 const STARTS = 60;

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -85,6 +85,28 @@ describe('the process launcher', () => {
     const nextLauncher = Number(next.output.toString('utf8'));
     expect(nextLauncher).not.toBe(launcherPid);
     expect(nextLauncher).not.toBe(process.pid);
+  });
+
+  it('attack: a launched program cannot reach the launcher channel to forge another program’s result', async () => {
+    setLauncherMode('always');
+    // The program looks for every way in: its own open descriptors, and the variables node would use to find a channel.
+    const result = await runProcess(shell('echo $PPID; ls -l /proc/$$/fd; env'));
+    const [launcherLine = '', ...rest] = result.output.toString('utf8').split('\n');
+    const launcherPid = Number(launcherLine);
+    expect(launcherPid).not.toBe(process.pid);
+    const seen = rest.join('\n');
+    // The launcher's channel is the socket its node names in NODE_CHANNEL_FD.
+    const channelFd = readFileSync(`/proc/${launcherPid}/environ`, 'latin1')
+      .split('\0')
+      .find((entry) => entry.startsWith('NODE_CHANNEL_FD='))
+      ?.split('=')[1];
+    expect(channelFd).toMatch(/^\d+$/);
+    const channel = readlinkSync(`/proc/${launcherPid}/fd/${channelFd}`);
+    expect(channel).toMatch(/^socket:\[\d+\]$/);
+    expect(seen).not.toContain(channel);
+    expect(seen).not.toMatch(/NODE_CHANNEL/);
+    // Only what it was given: PATH (the environment is the caller's, exactly).
+    expect(seen).toMatch(/^PATH=/m);
   });
 
   it('a program that cannot start is reported as with spawn', async () => {

@@ -206,7 +206,7 @@ export function launch(request: LaunchRequest): LaunchedProcess {
   };
   self.running.set(id, entry);
   self.child.channel?.ref();
-  self.child.send({
+  const message = {
     t: 'run',
     id,
     file: request.file,
@@ -214,6 +214,23 @@ export function launch(request: LaunchRequest): LaunchedProcess {
     cwd: request.cwd,
     env: { ...request.env },
     stdin: request.stdin === null ? null : typeof request.stdin === 'string' ? Buffer.from(request.stdin, 'utf8') : request.stdin,
-  });
+  };
+  // A launcher that could not start, or whose channel just closed: this start fails as a spawn that failed does
+  // (an error, then close, after the caller has its handle), and the next start makes a new launcher.
+  const unreachable = (): void => {
+    if (launcher === self) launcher = null;
+    setImmediate(() => {
+      if (entry.closed) return;
+      entry.process.emit('error', new Error('the process launcher could not be reached'));
+      finish(self, id, entry, null, null);
+    });
+  };
+  try {
+    self.child.send(message, (error) => {
+      if (error !== null && error !== undefined) unreachable();
+    });
+  } catch {
+    unreachable();
+  }
   return entry.process;
 }

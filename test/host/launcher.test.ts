@@ -109,6 +109,21 @@ describe('the process launcher', () => {
     expect(seen).toMatch(/^PATH=/m);
   });
 
+  it('a start sent to a launcher that was just killed fails (never hangs, never throws), and the next start works', async () => {
+    setLauncherMode('always');
+    const first = await runProcess(shell('echo $PPID'));
+    const launcherPid = Number(first.output.toString('utf8'));
+    expect(launcherPid).not.toBe(process.pid);
+    // Killed, and a start sent before this process has heard of it.
+    process.kill(launcherPid, 'SIGKILL');
+    const lost = await runProcess(shell('echo never'));
+    expect(lost.exitCode).toBeNull();
+    expect(lost.startError).toMatch(/^the process launcher (exited|could not be reached)$/);
+    const next = await runProcess(shell('echo $PPID'));
+    expect(next.exitCode).toBe(0);
+    expect(Number(next.output.toString('utf8'))).not.toBe(launcherPid);
+  });
+
   it('a program that cannot start is reported as with spawn', async () => {
     setLauncherMode('always');
     const result = await runProcess({ ...shell(''), argv: ['/nonexistent/program'] });

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { EventEmitter } from 'node:events';
 import { PassThrough } from 'node:stream';
+import { killGroup } from './group.js';
 
 /**
  * The launcher: a small node process that starts programs for a large one,
@@ -77,7 +78,7 @@ export interface LaunchedProcess extends EventEmitter {
   readonly stderr: PassThrough;
   readonly stdin: null;
   /** Signal the program's process group, now or as soon as its pid is known. */
-  killGroup(signal: NodeJS.Signals): void;
+  signalGroup(signal: NodeJS.Signals): void;
   /** Stop relaying its output (the caller has what it wants). */
   release(): void;
 }
@@ -92,14 +93,6 @@ interface Launched {
 
 let launcher: { child: ChildProcess; running: Map<number, Launched> } | null = null;
 let nextId = 1;
-
-function signalGroup(pid: number, signal: NodeJS.Signals): void {
-  try {
-    process.kill(-pid, signal);
-  } catch {
-    // The group is already gone.
-  }
-}
 
 function startLauncher(): { child: ChildProcess; running: Map<number, Launched> } {
   const child = spawn(process.execPath, ['-e', LAUNCHER_SOURCE], {
@@ -120,7 +113,7 @@ function startLauncher(): { child: ChildProcess; running: Map<number, Launched> 
     switch (message.t) {
       case 'spawned':
         entry.pid = message.pid;
-        if (message.pid !== null && entry.pendingSignal !== null) signalGroup(message.pid, entry.pendingSignal);
+        if (message.pid !== null && entry.pendingSignal !== null) killGroup(message.pid, entry.pendingSignal);
         break;
       case 'out':
       case 'err': {
@@ -143,7 +136,7 @@ function startLauncher(): { child: ChildProcess; running: Map<number, Launched> 
   const lost = () => {
     if (launcher === self) launcher = null;
     for (const [id, entry] of running) {
-      if (entry.pid !== null) signalGroup(entry.pid, 'SIGKILL');
+      if (entry.pid !== null) killGroup(entry.pid, 'SIGKILL');
       entry.process.emit('error', new Error('the process launcher exited'));
       finish(self, id, entry, null, null);
     }
@@ -191,10 +184,10 @@ export function launch(request: LaunchRequest): LaunchedProcess {
       stdout: new PassThrough(),
       stderr: new PassThrough(),
       stdin: null,
-      killGroup(signal: NodeJS.Signals) {
+      signalGroup(signal: NodeJS.Signals) {
         if (entry.closed) return;
         if (entry.pid === null) entry.pendingSignal = signal;
-        else signalGroup(entry.pid, signal);
+        else killGroup(entry.pid, signal);
       },
       release() {
         if (!entry.closed && launcher === self && self.child.connected) self.child.send({ t: 'release', id });

@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { Readable } from 'node:stream';
+import { killGroup } from './group.js';
 import { launch, launcherWanted, type LaunchedProcess } from './launcher.js';
 import { OutputCapture, type OutputCap } from './output.js';
 
@@ -70,15 +71,6 @@ const DEFAULT_DRAIN_MS = 5000;
 /** setTimeout fires at once for longer delays, so longer limits are clamped to this. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
-function killGroup(pid: number | undefined, signal: NodeJS.Signals): void {
-  if (pid === undefined) return;
-  try {
-    process.kill(-pid, signal);
-  } catch {
-    // The group is already gone.
-  }
-}
-
 function notStarted(reason: Pick<ProcessResult, 'aborted' | 'startError'>): ProcessResult {
   const empty = Buffer.alloc(0);
   return { exitCode: null, signal: null, timedOut: false, overflowed: false, output: empty, stderr: empty, truncated: false, durationMs: 0, ...reason };
@@ -128,7 +120,7 @@ export function runProcess(request: ProcessRequest): Promise<ProcessResult> {
             env: { ...request.env },
             windowsHide: true,
           });
-    const signalChild = (signal: NodeJS.Signals): void => ('killGroup' in child ? child.killGroup(signal) : killGroup(child.pid, signal));
+    const signalChild = (signal: NodeJS.Signals): void => ('signalGroup' in child ? child.signalGroup(signal) : killGroup(child.pid, signal));
     const stop = () => {
       if (grace <= 0) {
         signalChild('SIGKILL');

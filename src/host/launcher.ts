@@ -91,10 +91,16 @@ interface Launched {
   closed: boolean;
 }
 
-let launcher: { child: ChildProcess; running: Map<number, Launched> } | null = null;
+/** The launcher process and the programs it is running, by id. */
+interface Launcher {
+  readonly child: ChildProcess;
+  readonly running: Map<number, Launched>;
+}
+
+let launcher: Launcher | null = null;
 let nextId = 1;
 
-function startLauncher(): { child: ChildProcess; running: Map<number, Launched> } {
+function startLauncher(): Launcher {
   const child = spawn(process.execPath, ['-e', LAUNCHER_SOURCE], {
     // Nothing of this process's environment or node options: the launcher needs none, and each program gets its own
     // (and its working directory, as every program's, is given with it: the launcher's own holds no folder busy).
@@ -105,7 +111,7 @@ function startLauncher(): { child: ChildProcess; running: Map<number, Launched> 
     windowsHide: true,
   });
   const running = new Map<number, Launched>();
-  const self = { child, running };
+  const self: Launcher = { child, running };
   child.on('message', (message: LauncherMessage) => {
     const entry = running.get(message.id);
     if (entry === undefined) return;
@@ -148,13 +154,7 @@ function startLauncher(): { child: ChildProcess; running: Map<number, Launched> 
   return self;
 }
 
-function finish(
-  self: { child: ChildProcess; running: Map<number, Launched> },
-  id: number,
-  entry: Launched,
-  code: number | null,
-  signal: NodeJS.Signals | null,
-): void {
+function finish(self: Launcher, id: number, entry: Launched, code: number | null, signal: NodeJS.Signals | null): void {
   if (entry.closed) return;
   entry.closed = true;
   self.running.delete(id);

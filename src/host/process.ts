@@ -76,7 +76,6 @@ function notStarted(reason: Pick<ProcessResult, 'aborted' | 'startError'>): Proc
   return { exitCode: null, signal: null, timedOut: false, overflowed: false, output: empty, stderr: empty, truncated: false, durationMs: 0, ...reason };
 }
 
-/** Run one program to its end; the promise never rejects: every way it ends is in the result. */
 /**
  * Whether the process `pid` of this host is gone (signal 0 fails with ESRCH). This process, a pid that is not a
  * positive safe integer, and one that exists but is not ours to signal all count as not gone (a pid reused since is
@@ -92,6 +91,7 @@ export function processGone(pid: number): boolean {
   }
 }
 
+/** Run one program to its end; the promise never rejects: every way it ends is in the result. */
 export function runProcess(request: ProcessRequest): Promise<ProcessResult> {
   const [file, ...args] = request.argv;
   if (file === undefined || file === '') return Promise.resolve(notStarted({ aborted: false, startError: 'empty command' }));

@@ -574,7 +574,7 @@ function ledgerOf(seed: Seeded): LedgerStore {
   return new LedgerStore(storage.eventStore, systemClock);
 }
 
-describe('the stored projection under races and crashes', { timeout: 300_000 }, () => {
+describe('the stored projection under races and crashes', () => {
   it('two serve processes on one data directory, refreshing while events arrive: no lost row, no failed refresh, no crash', async () => {
     const seed = await seeded(Array.from({ length: 4 }, (_, i) => ({ kind: 'arriving' as const, branch: `race-${i}`, title: `Race ${i}` })));
     const forge = await forgeOf(seed);

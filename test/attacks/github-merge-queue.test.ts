@@ -39,7 +39,7 @@ async function queuedByProofgate(l: GitHubLoop, runId: number): Promise<{ done: 
   return { done: routed.dispatch?.done };
 }
 
-describe("attacks on GitHub's merge queue (automerge loop, GitHub API test server)", { timeout: 180_000 }, () => {
+describe("attacks on GitHub's merge queue (automerge loop, GitHub API test server)", () => {
   it('a /proofgate stop from the author (read) or a stranger while queued is refused: nothing leaves the queue, and the merge is recorded once whatever GitHub redelivers, in any order', async () => {
     const l = (loop = await githubLoop({ waits: WAIT_FOREVER }));
     const { head, runId } = openQueued(l, { author: AUTHOR });

@@ -407,7 +407,7 @@ describePostgres('attack: worker processes killed or paused at exact points (Pos
     process.kill(-victim.pid, 'SIGKILL');
     await victim.exited;
     review.drop();
-    await until(() => r.server.model.pull(pr.number).merged, 'not merged after the kill', 60_000);
+    await until(() => r.server.model.pull(pr.number).merged, 'not merged after the kill');
     const resumed = await lineOf(survivor, from, (l) => l.kind === 'started' && l.task === 'resume' && l.queue === QUEUE_1, 'no resume ran');
     // Figures for the report (never asserted against a clock): how long the change waited for its safety net.
     console.info(
@@ -437,7 +437,7 @@ describePostgres('attack: worker processes killed or paused at exact points (Pos
     await until(() => isStopped(victim.pid), 'the paused worker is not stopped');
     // The other takes the job over (retake delay), then the change (the lease runs out), and merges.
     await lineOf(survivor, 0, (l) => l.kind === 'unlocked' && (l.jobs ?? 0) > 0, "the paused worker's job was not taken over");
-    await until(() => r.server.model.pull(pr.number).merged, 'not merged by the other worker', 60_000);
+    await until(() => r.server.model.pull(pr.number).merged, 'not merged by the other worker');
     await until(
       async () => (await db.ledger(pr.number)).steps.some((s) => s.step === 'job-finished' && s.outcome === 'merged'),
       'the merge job did not finish',

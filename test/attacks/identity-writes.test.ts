@@ -9,7 +9,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { connect } from 'node:net';
 import { gzipSync } from 'node:zlib';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { revokeToken } from '../../src/cli/commands/token.js';
 import { openLocalForge } from '../../src/forge/local/index.js';
 import pino from 'pino';
@@ -17,8 +17,6 @@ import { GitRepository } from '../../src/forge/local/index.js';
 import { createServiceServer } from '../../src/service/http.js';
 import { gitHttpEndpoint, servedName } from '../../src/service/git-http.js';
 import { call, served, tempDir, type Cleanups, type Served } from '../service/write-support.js';
-
-vi.setConfig({ testTimeout: 120_000 });
 
 const cleanups: Cleanups = [];
 afterEach(async () => {

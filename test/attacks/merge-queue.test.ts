@@ -53,7 +53,7 @@ async function run(f: LoopFixture, queues: QueueStore, owner = queueOwnerId()) {
   return runQueue({ queues, forge: f.forge, ledger: f.automerge.env.store, owner, batchSize: 4 }, 'main');
 }
 
-describe('merge queue attacks', { timeout: 120_000 }, () => {
+describe('merge queue attacks', () => {
   it("a patch that drops the checks from .proofgate.yml (even approved) still meets the base's checks on its candidate", async () => {
     const { f, queues, open } = await setup();
     const base = f.repo.sha('main');

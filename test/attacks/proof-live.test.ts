@@ -528,7 +528,7 @@ describe('the proof session against a hostile reviewer', () => {
   it('a producer that ignores the abort and never answers: the waiting call still answers inconclusive at the plan deadline', async () => {
     const producer = recordingProducer(() => new Promise<ProducerAnswer>(() => undefined));
     const proof = session(producer, { scenarios: [scenario('alpha', { timeoutSeconds: 0.3 })] });
-    const answer = await within(proof.open(LANE)!.call({ name: 'proof_alpha', arguments: { plan: {} } }), 'the call waited past its deadline', 30_000);
+    const answer = await within(proof.open(LANE)!.call({ name: 'proof_alpha', arguments: { plan: {} } }), 'the call waited past its deadline');
     expect(answer.status).toBe('inconclusive');
     expect(answer.data).toMatchObject({ reason: 'DEADLINE' });
     expect(proof.receipts()[0]).toMatchObject({ status: 'inconclusive', reason: 'DEADLINE' });
@@ -539,7 +539,7 @@ describe('the proof session against a hostile reviewer', () => {
     const proof = session(producer);
     const waiting = proof.open(LANE)!.call({ name: 'proof_alpha', arguments: { plan: {} } });
     proof.close();
-    const answer = await within(waiting, 'the call outlived the review', 30_000);
+    const answer = await within(waiting, 'the call outlived the review');
     expect(answer.status).toBe('inconclusive');
     expect((await proof.open(LANE)!.call({ name: 'proof_beta', arguments: { plan: {} } })).status).toBe('inconclusive');
     expect(producer.jobs).toHaveLength(1);

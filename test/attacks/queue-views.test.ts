@@ -93,7 +93,7 @@ describe('/metrics and hostile merge queue bases', () => {
   });
 });
 
-describe('change list|show and queue show with hostile queue text (built CLI)', { timeout: 120_000 }, () => {
+describe('change list|show and queue show with hostile queue text (built CLI)', () => {
   it('a title and a removal reason quoting hostile file names stay one inert line each; JSON keeps them exact', async () => {
     const fixture = await loopFixture();
     cleanups.push(() => fixture.cleanup());

@@ -44,7 +44,7 @@ const inert = (text: string): void => {
   for (const unsafe of ['\u001b', '\u202e', '\u202c']) expect(text).not.toContain(unsafe);
 };
 
-describe('change list and show with a merge queue (built CLI)', { timeout: 180_000 }, () => {
+describe('change list and show with a merge queue (built CLI)', () => {
   it('say where a change waits, its candidate and its queue history; a hostile title stays inert', async () => {
     const scenario = await queueScenario();
     cleanups.push(scenario.cleanup);

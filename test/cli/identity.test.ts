@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { StatusWriter } from '../../src/automerge/loop/status.js';
 import { renderStatusComment } from '../../src/automerge/status-comment.js';
 import { ProofgateError } from '../../src/core/index.js';
@@ -21,7 +21,6 @@ import { runCli } from './helpers.js';
  */
 
 // Each test runs the built CLI many times (a few seconds each on a loaded machine).
-vi.setConfig({ testTimeout: 300_000 });
 
 const cleanups: Array<() => void | Promise<void>> = [];
 afterEach(async () => {

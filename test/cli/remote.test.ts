@@ -4,12 +4,10 @@
  * identities, compared with direct mode on an identical repository.
  */
 import { spawnSync } from 'node:child_process';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { openLocalForge } from '../../src/forge/local/index.js';
 import { served, tempDir, type Cleanups, type Served } from '../service/write-support.js';
 import { runCliAsync, type CliResult } from './helpers.js';
-
-vi.setConfig({ testTimeout: 300_000 });
 
 const cleanups: Cleanups = [];
 afterEach(async () => {

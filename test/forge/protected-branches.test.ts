@@ -1,7 +1,7 @@
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import type { Octokit } from '@octokit/core';
 import { isProofgateError } from '../../src/core/index.js';
 import { createGitHubForge } from '../../src/forge/github/index.js';
@@ -18,7 +18,6 @@ import { makeTempRepo, type TempRepo } from './git-fixture.js';
  */
 
 // Each test runs the built CLI many times (a few seconds each on a loaded machine).
-vi.setConfig({ testTimeout: 300_000 });
 
 const cleanups: Array<() => void | Promise<void>> = [];
 afterEach(async () => {

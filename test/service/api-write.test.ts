@@ -3,7 +3,7 @@
  * every write is made as the token's identity, permissions are the lower of
  * the token's and the trusted config's, refused writes change nothing.
  */
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { openLocalForge } from '../../src/forge/local/index.js';
 import { identityCeiling } from '../../src/service/api-write.js';
 import { automergeActive } from '../../src/automerge/ledger.js';
@@ -11,8 +11,6 @@ import { openLocalAutomerge } from '../../src/automerge/loop/index.js';
 import { openIdentityStore } from '../../src/service/identities.js';
 import { MAINTAINER } from '../automerge/loop/local-support.js';
 import { call, served, type Cleanups } from './write-support.js';
-
-vi.setConfig({ testTimeout: 120_000 });
 
 const cleanups: Cleanups = [];
 afterEach(async () => {

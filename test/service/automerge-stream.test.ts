@@ -7,7 +7,7 @@
  */
 import { request, type ClientRequest } from 'node:http';
 import pino from 'pino';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { revokeToken } from '../../src/cli/commands/token.js';
 import { progressLine } from '../../src/cli/commands/automerge.js';
 import { followComment, streamItem, type RemoteProgress } from '../../src/cli/remote.js';
@@ -15,8 +15,6 @@ import { MAX_JOURNAL_CHARS, MAX_JOURNAL_LINES, ProgressHub, ProgressJournal, typ
 import { createServiceServer, type ApiCaller, type ServiceApi } from '../../src/service/http.js';
 import { streamJournal } from '../../src/service/automerge-stream.js';
 import { call, served, type Cleanups } from './write-support.js';
-
-vi.setConfig({ testTimeout: 120_000 });
 
 const cleanups: Cleanups = [];
 afterEach(async () => {

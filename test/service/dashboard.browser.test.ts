@@ -21,7 +21,7 @@ import { createLocalRunStorage } from '../../src/storage/sqlite/index.js';
 import { CHROMIUM, CHROMIUM_ARGS, seedRepository, serveSeed, type Seeded } from './dashboard-support.js';
 import { HOSTILE_TITLE, queueScenario, type QueueScenario } from './queue-support.js';
 import { startServiceHarness, type ServiceHarness } from './github-service-support.js';
-import { until } from '../support/wait.js';
+import { WAIT_BOUND_MS, until } from '../support/wait.js';
 
 /** What the chart test reads of a canvas (the test's types have no DOM). */
 interface CanvasLike {
@@ -196,7 +196,7 @@ if (!available && process.env.CI === 'true') {
       } finally {
         await storage.close();
       }
-      await page.waitForSelector('[data-stage="waiting"] [data-change="5"]', { timeout: 30_000 });
+      await page.waitForSelector('[data-stage="waiting"] [data-change="5"]', { timeout: WAIT_BOUND_MS });
       expect(await page.evaluate('window.sameDocument')).toBe(true);
       expect(await page.$$eval('[data-stage="arriving"] [data-change]', (nodes) => nodes.length)).toBe(0);
     });
@@ -213,7 +213,7 @@ if (!available && process.env.CI === 'true') {
       scenario = await queueScenario();
       service = await serveSeed({ repo: scenario.fixture.repo, data: scenario.fixture.dataDir });
       browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
-    }, 180_000);
+    });
 
     afterAll(async () => {
       await browser?.close();
@@ -221,62 +221,58 @@ if (!available && process.env.CI === 'true') {
       await scenario?.cleanup();
     });
 
-    it(
-      'shows queued changes waiting on their place in line, a hostile title as text, and the queue events arriving on the change page without a reload',
-      { timeout: 180_000 },
-      async () => {
-        const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-        try {
-          const page = await context.newPage();
-          page.on('console', (message) => {
-            if (message.type() === 'error') problems.push(`console: ${message.text()}`);
-          });
-          page.on('pageerror', (error) => problems.push(`page: ${error.message}`));
-          await page.goto(`${service.url}/`);
-          await page.waitForSelector('body[data-ready="true"]');
-          const [a, hostile, b] = scenario.ids;
-          const waiting = await page.$$eval('[data-stage="waiting"] [data-change]', (nodes) =>
-            nodes.map((node) => [node.getAttribute('data-change'), node.querySelector('[data-detail]')?.textContent]),
-          );
-          expect(waiting.sort()).toEqual(
-            [a, hostile, b].map((id, index) => [id, `Waiting on: merge queue (position ${index + 1} of 3, base main); the queue is paused`]).sort(),
-          );
-          // The hostile title is text: no element came of it, no script ran, the characters are all there.
-          expect(await page.textContent(`[data-change="${hostile}"] a.title`)).toBe(`#${hostile} ${HOSTILE_TITLE}`);
-          expect(await page.$$eval('[data-change] img, [data-change] b', (nodes) => nodes.length)).toBe(0);
-          expect(await page.evaluate('window.pwned')).toBeUndefined();
-          await page.screenshot({ path: join(ARTIFACTS, 'dashboard-queue-board.png'), fullPage: true });
+    it('shows queued changes waiting on their place in line, a hostile title as text, and the queue events arriving on the change page without a reload', async () => {
+      const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+      try {
+        const page = await context.newPage();
+        page.on('console', (message) => {
+          if (message.type() === 'error') problems.push(`console: ${message.text()}`);
+        });
+        page.on('pageerror', (error) => problems.push(`page: ${error.message}`));
+        await page.goto(`${service.url}/`);
+        await page.waitForSelector('body[data-ready="true"]');
+        const [a, hostile, b] = scenario.ids;
+        const waiting = await page.$$eval('[data-stage="waiting"] [data-change]', (nodes) =>
+          nodes.map((node) => [node.getAttribute('data-change'), node.querySelector('[data-detail]')?.textContent]),
+        );
+        expect(waiting.sort()).toEqual(
+          [a, hostile, b].map((id, index) => [id, `Waiting on: merge queue (position ${index + 1} of 3, base main); the queue is paused`]).sort(),
+        );
+        // The hostile title is text: no element came of it, no script ran, the characters are all there.
+        expect(await page.textContent(`[data-change="${hostile}"] a.title`)).toBe(`#${hostile} ${HOSTILE_TITLE}`);
+        expect(await page.$$eval('[data-change] img, [data-change] b', (nodes) => nodes.length)).toBe(0);
+        expect(await page.evaluate('window.pwned')).toBeUndefined();
+        await page.screenshot({ path: join(ARTIFACTS, 'dashboard-queue-board.png'), fullPage: true });
 
-          await page.click(`[data-change="${hostile}"] a.title`);
-          await page.waitForSelector('[data-queue="waiting"]');
-          expect(await page.textContent('[data-queue-position]')).toBe('2 of 3');
-          expect(await page.$$eval('[data-queue-event]', (nodes) => nodes.map((node) => node.getAttribute('data-queue-event')))).toEqual(['enqueued']);
-          expect(await page.textContent('h1')).toBe(`#${hostile} ${HOSTILE_TITLE}`);
-          expect(await page.$$eval('article img, article h1 b', (nodes) => nodes.length)).toBe(0);
+        await page.click(`[data-change="${hostile}"] a.title`);
+        await page.waitForSelector('[data-queue="waiting"]');
+        expect(await page.textContent('[data-queue-position]')).toBe('2 of 3');
+        expect(await page.$$eval('[data-queue-event]', (nodes) => nodes.map((node) => node.getAttribute('data-queue-event')))).toEqual(['enqueued']);
+        expect(await page.textContent('h1')).toBe(`#${hostile} ${HOSTILE_TITLE}`);
+        expect(await page.$$eval('article img, article h1 b', (nodes) => nodes.length)).toBe(0);
 
-          // The queue goes on; the page follows without a reload.
-          await page.evaluate('window.sameDocument = true');
-          await scenario.release();
-          await page.waitForSelector('[data-queue="landed"]', { timeout: 60_000 });
-          await page.waitForSelector('[data-queue-event="landed"]');
-          expect(await page.$$eval('[data-queue-event]', (nodes) => nodes.map((node) => node.getAttribute('data-queue-event')))).toEqual([
-            'enqueued',
-            'candidate',
-            'checks',
-            'bisect',
-            'candidate',
-            'checks',
-            'landed',
-          ]);
-          expect(await page.evaluate('window.sameDocument')).toBe(true);
-          expect(await page.evaluate('window.pwned')).toBeUndefined();
-          await page.screenshot({ path: join(ARTIFACTS, 'dashboard-queue-change.png'), fullPage: true });
-          expect(problems).toEqual([]);
-        } finally {
-          await context.close();
-        }
-      },
-    );
+        // The queue goes on; the page follows without a reload.
+        await page.evaluate('window.sameDocument = true');
+        await scenario.release();
+        await page.waitForSelector('[data-queue="landed"]', { timeout: WAIT_BOUND_MS });
+        await page.waitForSelector('[data-queue-event="landed"]');
+        expect(await page.$$eval('[data-queue-event]', (nodes) => nodes.map((node) => node.getAttribute('data-queue-event')))).toEqual([
+          'enqueued',
+          'candidate',
+          'checks',
+          'bisect',
+          'candidate',
+          'checks',
+          'landed',
+        ]);
+        expect(await page.evaluate('window.sameDocument')).toBe(true);
+        expect(await page.evaluate('window.pwned')).toBeUndefined();
+        await page.screenshot({ path: join(ARTIFACTS, 'dashboard-queue-change.png'), fullPage: true });
+        expect(problems).toEqual([]);
+      } finally {
+        await context.close();
+      }
+    });
   });
 
   describe("the GitHub App service's board in a browser", () => {
@@ -287,14 +283,14 @@ if (!available && process.env.CI === 'true') {
       mkdirSync(ARTIFACTS, { recursive: true });
       harness = await startServiceHarness();
       browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
-    }, 120_000);
+    });
 
     afterAll(async () => {
       await browser?.close();
       await harness?.cleanup();
     });
 
-    it('shows a merged pull request under its repository, and its page the merge commit', { timeout: 120_000 }, async () => {
+    it('shows a merged pull request under its repository, and its page the merge commit', async () => {
       const h = harness;
       const url = h.service.url as string;
       const { number, runId } = h.openPullRequest('feature');
@@ -313,7 +309,7 @@ if (!available && process.env.CI === 'true') {
         });
         page.on('pageerror', (error) => problems.push(`page: ${error.message}`));
         await page.goto(`${url}/`);
-        await page.waitForSelector(`[data-stage="merged"] [data-change="${id}"]`, { timeout: 30_000 });
+        await page.waitForSelector(`[data-stage="merged"] [data-change="${id}"]`, { timeout: WAIT_BOUND_MS });
         expect(await page.textContent(`[data-change="${id}"] a.title`)).toBe(`#${number} Add feature`);
         expect(await page.textContent(`[data-change="${id}"] .meta.muted`)).toContain(repo);
         expect(await page.$$eval('#repo-filter option', (nodes) => nodes.map((node) => node.getAttribute('value')))).toEqual(['', repo]);

@@ -10,7 +10,7 @@ import { GitRepository, openLocalForge } from '../../src/forge/local/index.js';
 import { createServiceServer } from '../../src/service/http.js';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import {
   DEFAULT_GIT_MAX_BUFFERED_BYTES,
   DEFAULT_GIT_MAX_PROCESSES,
@@ -22,8 +22,6 @@ import {
   type GitBudget,
 } from '../../src/service/git-http.js';
 import { branchSha, call, git, remoteUrl, served, tempDir, type Cleanups, type Served } from './write-support.js';
-
-vi.setConfig({ testTimeout: 120_000 });
 
 const cleanups: Cleanups = [];
 afterEach(async () => {

@@ -6,11 +6,9 @@
 import { spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { branchNameProblem, cgiHeaders, gitCredential, gitRoute, parseReceiveCommands, pushRefusal, servedName } from '../../src/service/git-http.js';
 import { branchSha, call, git, remoteUrl, served, tempDir, type Cleanups } from './write-support.js';
-
-vi.setConfig({ testTimeout: 120_000 });
 
 const cleanups: Cleanups = [];
 afterEach(async () => {

@@ -529,59 +529,52 @@ async function scratchDatabase(databaseUrl: string): Promise<{ url: string; work
   return { url: parsed.toString(), work, database, admin };
 }
 
-describePostgres(
-  'the GitHub service on PostgreSQL',
-  (databaseUrl) => {
-    it('two services on one database each show the change the other handled', async () => {
-      const { url, work } = await scratchDatabase(databaseUrl);
-      const storageOf = () => ({ kind: 'postgres' as const, url, workDir: join(work, randomUUID()) });
-      harness = await startServiceHarness({ storage: storageOf() });
-      const first = harness.service;
-      const one = harness.openPullRequest('feature');
-      await harness.comment(one.number, '/proofgate status');
-      const oneId = `${repoName(harness).toLowerCase()}#${one.number}`;
-      await until(async () => (await changesOf(first.url as string)).some((r) => r.id === oneId), 'the first service did not show its change');
-      const second = await harness.restart({ storage: storageOf() });
-      closers.push(() => first.stop(0));
-      expect((await changesOf(second.url as string)).map((r) => r.id)).toEqual([oneId]);
-      const two = harness.openPullRequest('other');
-      await harness.comment(two.number, '/proofgate status');
-      const twoId = `${repoName(harness).toLowerCase()}#${two.number}`;
-      await until(
-        async () => (await changesOf(first.url as string)).some((r) => r.id === twoId),
-        'the first service did not show the change the second handled',
-      );
-      // Tokens come from the database's identities, made and revoked by `proofgate token ... --database-url`.
-      const created = await runCliAsync(['token', 'create', 'watcher', '--database-url', url, '--json']);
-      expect(created.status, created.stderr).toBe(0);
-      const { token } = JSON.parse(created.stdout) as { token: string };
-      // A token given is always checked, on loopback too.
-      expect((await get(`${second.url as string}/api/summary`, { authorization: `Bearer ${token}` })).status).toBe(200);
-      const mixed = await runCliAsync(['token', 'list', '--database-url', url, '--data', work]);
-      expect(mixed.status).toBe(2);
-      const revoked = await runCliAsync(['token', 'revoke', 'watcher', '--database-url', url]);
-      expect(revoked.status, revoked.stderr).toBe(0);
-      expect((await get(`${first.url as string}/api/summary`, { authorization: `Bearer ${token}` })).status).toBe(401);
-    });
+describePostgres('the GitHub service on PostgreSQL', (databaseUrl) => {
+  it('two services on one database each show the change the other handled', async () => {
+    const { url, work } = await scratchDatabase(databaseUrl);
+    const storageOf = () => ({ kind: 'postgres' as const, url, workDir: join(work, randomUUID()) });
+    harness = await startServiceHarness({ storage: storageOf() });
+    const first = harness.service;
+    const one = harness.openPullRequest('feature');
+    await harness.comment(one.number, '/proofgate status');
+    const oneId = `${repoName(harness).toLowerCase()}#${one.number}`;
+    await until(async () => (await changesOf(first.url as string)).some((r) => r.id === oneId), 'the first service did not show its change');
+    const second = await harness.restart({ storage: storageOf() });
+    closers.push(() => first.stop(0));
+    expect((await changesOf(second.url as string)).map((r) => r.id)).toEqual([oneId]);
+    const two = harness.openPullRequest('other');
+    await harness.comment(two.number, '/proofgate status');
+    const twoId = `${repoName(harness).toLowerCase()}#${two.number}`;
+    await until(async () => (await changesOf(first.url as string)).some((r) => r.id === twoId), 'the first service did not show the change the second handled');
+    // Tokens come from the database's identities, made and revoked by `proofgate token ... --database-url`.
+    const created = await runCliAsync(['token', 'create', 'watcher', '--database-url', url, '--json']);
+    expect(created.status, created.stderr).toBe(0);
+    const { token } = JSON.parse(created.stdout) as { token: string };
+    // A token given is always checked, on loopback too.
+    expect((await get(`${second.url as string}/api/summary`, { authorization: `Bearer ${token}` })).status).toBe(200);
+    const mixed = await runCliAsync(['token', 'list', '--database-url', url, '--data', work]);
+    expect(mixed.status).toBe(2);
+    const revoked = await runCliAsync(['token', 'revoke', 'watcher', '--database-url', url]);
+    expect(revoked.status, revoked.stderr).toBe(0);
+    expect((await get(`${first.url as string}/api/summary`, { authorization: `Bearer ${token}` })).status).toBe(401);
+  });
 
-    it('connections the database server ends (a restart, pg_terminate_backend) do not end the service; it answers again', async () => {
-      const { url, work, database, admin } = await scratchDatabase(databaseUrl);
-      harness = await startServiceHarness({ storage: { kind: 'postgres', url, workDir: join(work, randomUUID()) } });
-      const service = harness.service;
-      const one = harness.openPullRequest('feature');
-      await harness.comment(one.number, '/proofgate status');
-      const oneId = `${repoName(harness).toLowerCase()}#${one.number}`;
-      await until(async () => (await changesOf(service.url as string)).some((r) => r.id === oneId), 'the service did not show its change');
-      // Every connection of the service to its database, idle ones included, ended by the server.
-      const ended = await admin.query('SELECT pg_terminate_backend(pid) AS ended FROM pg_stat_activity WHERE datname = $1', [database]);
-      expect(ended.rows.length).toBeGreaterThan(0);
-      // The service goes on: a new change is recorded and shown, through new connections.
-      const two = harness.openPullRequest('other');
-      await harness.comment(two.number, '/proofgate status');
-      const twoId = `${repoName(harness).toLowerCase()}#${two.number}`;
-      await until(async () => (await changesOf(service.url as string)).some((r) => r.id === twoId), 'the service did not show the new change');
-      expect((await get(`${service.url as string}/readyz`)).status).toBe(200);
-    });
-  },
-  { timeout: 120_000 },
-);
+  it('connections the database server ends (a restart, pg_terminate_backend) do not end the service; it answers again', async () => {
+    const { url, work, database, admin } = await scratchDatabase(databaseUrl);
+    harness = await startServiceHarness({ storage: { kind: 'postgres', url, workDir: join(work, randomUUID()) } });
+    const service = harness.service;
+    const one = harness.openPullRequest('feature');
+    await harness.comment(one.number, '/proofgate status');
+    const oneId = `${repoName(harness).toLowerCase()}#${one.number}`;
+    await until(async () => (await changesOf(service.url as string)).some((r) => r.id === oneId), 'the service did not show its change');
+    // Every connection of the service to its database, idle ones included, ended by the server.
+    const ended = await admin.query('SELECT pg_terminate_backend(pid) AS ended FROM pg_stat_activity WHERE datname = $1', [database]);
+    expect(ended.rows.length).toBeGreaterThan(0);
+    // The service goes on: a new change is recorded and shown, through new connections.
+    const two = harness.openPullRequest('other');
+    await harness.comment(two.number, '/proofgate status');
+    const twoId = `${repoName(harness).toLowerCase()}#${two.number}`;
+    await until(async () => (await changesOf(service.url as string)).some((r) => r.id === twoId), 'the service did not show the new change');
+    expect((await get(`${service.url as string}/readyz`)).status).toBe(200);
+  });
+});

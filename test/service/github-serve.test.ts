@@ -176,7 +176,7 @@ describe('commands addressed to the App by its name', () => {
   });
 });
 
-describe('proofgate serve (the command) as a GitHub App', { timeout: 120_000 }, () => {
+describe('proofgate serve (the command) as a GitHub App', () => {
   it('a key GitHub does not take: one FORGE_AUTH line, exit 1, nothing listens', async () => {
     const server = await startGitHubServer();
     try {

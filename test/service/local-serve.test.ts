@@ -169,7 +169,7 @@ describe('refMoves and refWakes (pure)', () => {
 });
 
 // Each test starts the built CLI and runs whole automerge sessions: limits for a loaded machine.
-describe('proofgate serve --repo (built CLI)', { timeout: 240_000 }, () => {
+describe('proofgate serve --repo (built CLI)', () => {
   it('merges a change when another process posts /proofgate automerge; health answers; SIGTERM ends it with 0', async () => {
     const { repo, data, base } = await repoWithChange();
     const served = await serve(repo, data);
@@ -319,7 +319,7 @@ describe('proofgate serve --repo (built CLI)', { timeout: 240_000 }, () => {
   });
 });
 
-describe('proofgate serve: usage', { timeout: 120_000 }, () => {
+describe('proofgate serve: usage', () => {
   it('without --repo and without GitHub settings: one usage line (exit 2); a bad --grace-seconds: one usage line; --help tells both ways', async () => {
     const bare = await runCliAsync(['serve']);
     expect(bare.status).toBe(2);

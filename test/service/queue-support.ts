@@ -52,7 +52,7 @@ export async function queueScenario(): Promise<QueueScenario> {
       const routed = await fixture.command(id, '/proofgate automerge');
       if (routed.dispatch === null) throw new Error(`no job for change ${id}`);
       done.push(routed.dispatch.done);
-      await until(async () => queuePosition(await queues.load('main'), id).kind === 'waiting', `change ${id} is queued`, 90_000);
+      await until(async () => queuePosition(await queues.load('main'), id).kind === 'waiting', `change ${id} is queued`);
     }
     return {
       fixture,

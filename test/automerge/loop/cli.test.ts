@@ -51,7 +51,7 @@ async function repoWithChange(options: { broken?: boolean } = {}): Promise<{ rep
 }
 
 // Each test starts the built CLI several times (the demo runs a whole automerge session): limits for a loaded machine.
-describe('proofgate automerge / demo (built CLI)', { timeout: 180_000 }, () => {
+describe('proofgate automerge / demo (built CLI)', () => {
   it('proofgate automerge ID runs the loop to a merge, progress on stderr, the outcome on stdout', async () => {
     const { repo, data } = await repoWithChange();
     const head = repo.sha('feature');

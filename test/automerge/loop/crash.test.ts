@@ -120,7 +120,7 @@ type Point = (typeof POINTS)[number];
 const PAIRS = Array.from({ length: Math.ceil(POINTS.length / 2) }, (_, i) => POINTS.slice(2 * i, 2 * i + 2));
 
 // Two cases at once, two CLI sessions each, on a loaded machine: a limit well above what they take.
-describe('automerge survives SIGKILL at every effect boundary (built CLI, real processes)', { timeout: 240_000 }, () => {
+describe('automerge survives SIGKILL at every effect boundary (built CLI, real processes)', () => {
   it.each(PAIRS.map((pair): [string, readonly Point[]] => [pair.map((p) => p.point).join(' and '), pair]))(
     'killed at %s, restarted: one merge, no duplicate comment, no second effect',
     async (_points, pair) => {

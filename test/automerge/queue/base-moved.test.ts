@@ -14,7 +14,7 @@ afterEach(async () => {
   fixture = null;
 });
 
-describe('merge queue: the base moves from outside', { timeout: 120_000 }, () => {
+describe('merge queue: the base moves from outside', () => {
   it('the candidate is rebuilt on the moved base and lands; no block, one squash per change', async () => {
     const f = (fixture = await loopFixture({ config: undefined }));
     const ids = [await f.openChange('one', { 'one.txt': 'one\n' }), await f.openChange('two', { 'two.txt': 'two\n' })];

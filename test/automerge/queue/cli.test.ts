@@ -11,7 +11,7 @@ afterEach(() => {
   for (const cleanup of cleanups.splice(0)) cleanup();
 });
 
-describe('proofgate queue show|pause|resume (built CLI)', { timeout: 120_000 }, () => {
+describe('proofgate queue show|pause|resume (built CLI)', () => {
   it('a maintainer pauses and resumes; show says so; others and unprotected bases are refused with one line', async () => {
     const repo = makeSeededRepo('proofgate-queue-cli-', { 'README.md': '# q\n', 'check.mjs': CHECK_SCRIPT, '.proofgate.yml': repoConfig() });
     cleanups.push(() => repo.cleanup());

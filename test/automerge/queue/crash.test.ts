@@ -86,7 +86,7 @@ const PAIRS = [
   ['queue-base-moved', 'queue-landed-recorded'],
 ];
 
-describe('merge queue: SIGKILL at each queue effect, then a restart', { timeout: 240_000 }, () => {
+describe('merge queue: SIGKILL at each queue effect, then a restart', () => {
   it.each(PAIRS)('killed at %s / %s: one merge per change, no change lost', async (...points) => {
     const settled = await Promise.allSettled(points.map((point) => killedAndRestarted(point)));
     const failed = settled.flatMap((result, i) => (result.status === 'rejected' ? [`${points[i] ?? '?'}: ${(result.reason as Error).message}`] : []));

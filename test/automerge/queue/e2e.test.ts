@@ -101,7 +101,7 @@ async function diagnose(repo: TempRepo, data: string, ids: readonly string[], re
   return lines.join('\n');
 }
 
-describe('merge queue (built CLI, concurrent processes)', { timeout: 240_000 }, () => {
+describe('merge queue (built CLI, concurrent processes)', () => {
   it('ten concurrent `proofgate automerge N` all merge: one squash per change, each base tree checked', async () => {
     const { repo, data, ids } = await repoWithChanges(10);
     const start = repo.sha('main');

@@ -21,7 +21,7 @@ async function pausedQueue(f: LoopFixture): Promise<QueueStore> {
   return queues;
 }
 
-describe('leaving the merge queue', { timeout: 120_000 }, () => {
+describe('leaving the merge queue', () => {
   it('/proofgate stop takes a waiting change out of the queue; the loop ends stopped; the status comment said its position', async () => {
     const f = (fixture = await loopFixture());
     const queues = await pausedQueue(f);

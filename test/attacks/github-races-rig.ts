@@ -9,7 +9,7 @@
  * webhook endpoint of the process a test names.
  */
 import { execFileSync } from 'node:child_process';
-import { createHmac, generateKeyPairSync, randomUUID } from 'node:crypto';
+import { createHmac, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -32,6 +32,7 @@ import {
 } from '../support/github-server/index.js';
 import { until, within } from '../support/wait.js';
 import { makeTempRepo, treeFiles, type TempRepo } from '../forge/git-fixture.js';
+import { testKeyPair } from '../support/keys.js';
 
 export const APP_ID = 6161;
 export const APP_SLUG = 'proofgate-races';
@@ -198,7 +199,7 @@ function gatedReviewer(rig: { reviews: { by: string; head: string }[]; gate: () 
 export async function startRaceRig(): Promise<RaceRig> {
   const server = await startGitHubServer();
   const { model } = server;
-  const keys = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  const keys = testKeyPair();
   server.registerApp({ appId: APP_ID, slug: APP_SLUG, publicKey: keys.publicKey, installationId: INSTALLATION_ID });
   model.setCollaborator(MAINTAINER, 'write');
   const repo = makeTempRepo('proofgate-races-');

@@ -7,7 +7,7 @@
  * comment written twice, and the killed worker's job must be taken over.
  */
 import type { ChildProcess } from 'node:child_process';
-import { createHmac, generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto';
+import { createHmac, randomBytes, randomUUID } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -20,6 +20,7 @@ import { describePostgres } from '../support/postgres.js';
 import { checkRunCompletedPayload, issueCommentPayload, repositoryPayload, startGitHubServer, type GitHubTestServer } from '../support/github-server/index.js';
 import { until } from '../support/wait.js';
 import { makeTempRepo, type TempRepo } from '../forge/git-fixture.js';
+import { testKeyPair } from '../support/keys.js';
 
 const APP_ID = 5151;
 const SLUG = 'proofgate-scale';
@@ -102,7 +103,7 @@ describePostgres(
       expect(existsSync(join(import.meta.dirname, '..', '..', 'dist', 'service', 'index.js')), 'npm run build first').toBe(true);
       server = await startGitHubServer();
       const { model } = server;
-      const keys = generateKeyPairSync('rsa', { modulusLength: 2048 });
+      const keys = testKeyPair();
       server.registerApp({ appId: APP_ID, slug: SLUG, publicKey: keys.publicKey, installationId: INSTALLATION_ID });
       model.setCollaborator(MAINTAINER, 'write');
       repo = makeTempRepo('proofgate-scale-');

@@ -1,4 +1,4 @@
-import { createHmac, generateKeyPairSync } from 'node:crypto';
+import { createHmac } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,6 +11,7 @@ import { CLI, runCliAsync } from '../cli/helpers.js';
 import { startGitHubServer } from '../support/github-server/index.js';
 import { startTestProcess } from '../support/processes.js';
 import { until, within } from '../support/wait.js';
+import { testKeyPair } from '../support/keys.js';
 
 let harness: ServiceHarness | null = null;
 afterEach(async () => {
@@ -180,8 +181,8 @@ describe('proofgate serve (the command) as a GitHub App', () => {
   it('a key GitHub does not take: one FORGE_AUTH line, exit 1, nothing listens', async () => {
     const server = await startGitHubServer();
     try {
-      const registered = generateKeyPairSync('rsa', { modulusLength: 2048 });
-      const other = generateKeyPairSync('rsa', { modulusLength: 2048 });
+      const registered = testKeyPair();
+      const other = testKeyPair(1);
       server.registerApp({ appId: 31, slug: 'proofgate-cli', publicKey: registered.publicKey, installationId: 1 });
       const data = mkdtempSync(join(tmpdir(), 'proofgate-svc-cli-'));
       try {
@@ -209,7 +210,7 @@ describe('proofgate serve (the command) as a GitHub App', () => {
     const server = await startGitHubServer();
     const data = mkdtempSync(join(tmpdir(), 'proofgate-svc-cli-'));
     try {
-      const keys = generateKeyPairSync('rsa', { modulusLength: 2048 });
+      const keys = testKeyPair();
       server.registerApp({ appId: 32, slug: 'proofgate-cli', publicKey: keys.publicKey, installationId: 1 });
       const child = startTestProcess(process.execPath, [CLI, 'serve', '--port', '0', '--data', data, '--workers', '2'], {
         env: {

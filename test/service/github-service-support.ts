@@ -6,7 +6,7 @@
  * deliveries as GitHub sends them.
  */
 import { execFileSync } from 'node:child_process';
-import { createHmac, generateKeyPairSync, randomUUID } from 'node:crypto';
+import { createHmac, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -16,6 +16,7 @@ import type { JobEvent } from '../../src/service/jobs/index.js';
 import { startGitHubService, type GitHubService, type GitHubServiceOptions } from '../../src/service/index.js';
 import { checkRunCompletedPayload, issueCommentPayload, repositoryPayload, startGitHubServer, type GitHubTestServer } from '../support/github-server/index.js';
 import { makeTempRepo, treeFiles, type TempRepo } from '../forge/git-fixture.js';
+import { testKeyPair } from '../support/keys.js';
 
 export const APP_ID = 4242;
 export const APP_SLUG = 'proofgate-test';
@@ -81,7 +82,7 @@ export interface HarnessRepository {
 export async function startServiceHarness(extra: Partial<GitHubServiceOptions> = {}, repository: HarnessRepository = {}): Promise<ServiceHarness> {
   const server = await startGitHubServer();
   const { model } = server;
-  const keys = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  const keys = testKeyPair();
   server.registerApp({ appId: APP_ID, slug: APP_SLUG, publicKey: keys.publicKey, installationId: INSTALLATION_ID });
   model.setCollaborator(MAINTAINER, 'write');
   const repo = makeTempRepo('proofgate-svc-');

@@ -6,9 +6,10 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { isProofgateError, type ErrorCode } from '../../src/core/index.js';
 import { serveOptionsFrom, serviceSettingsFrom, type Environment, type ServeFlags } from '../../src/service/index.js';
+import { testKeyPair } from '../support/keys.js';
 
 // Real keys, made once: an RSA key as GitHub issues them (PKCS#1), and keys GitHub never issues.
-const rsa = generateKeyPairSync('rsa', { modulusLength: 2048 });
+const rsa = testKeyPair();
 const RSA_PEM = rsa.privateKey.export({ type: 'pkcs1', format: 'pem' }).toString();
 const RSA_PKCS8_PEM = rsa.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
 const PUBLIC_PEM = rsa.publicKey.export({ type: 'spki', format: 'pem' }).toString();

@@ -4,15 +4,16 @@
  * over real HTTP with Octokit: answers, auth refusals, filters and paging, and
  * every answer checked against GitHub's published schema.
  */
-import { createSign, generateKeyPairSync, type KeyObject } from 'node:crypto';
+import { createSign, type KeyObject } from 'node:crypto';
 import { createAppAuth } from '@octokit/auth-app';
 import { Octokit } from '@octokit/core';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DEFAULT_APP_EVENTS, DEFAULT_APP_PERMISSIONS, startGitHubServer, type GitHubTestServer } from '../../support/github-server/index.js';
+import { testKeyPair } from '../../support/keys.js';
 
 const APP_ID = 4321;
 const INSTALLATION_ID = 55;
-const keys = generateKeyPairSync('rsa', { modulusLength: 2048 });
+const keys = testKeyPair();
 const PEM = keys.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
 
 interface Issue {
@@ -105,7 +106,7 @@ describe('GitHub API test server: App operations and the issue list', () => {
     });
 
     it('tells Apps apart, and defaults what a registration leaves out', async () => {
-      const other = generateKeyPairSync('rsa', { modulusLength: 2048 });
+      const other = testKeyPair(1);
       server.registerApp({ appId: 99, slug: 'second', publicKey: other.publicKey, installationId: 7 });
       const second = new Octokit({
         baseUrl: server.baseUrl,
@@ -137,9 +138,7 @@ describe('GitHub API test server: App operations and the issue list', () => {
       const now = Math.floor(Date.now() / 1000);
       const bearer = (claims: Record<string, unknown>, key?: KeyObject) => new Octokit({ baseUrl: server.baseUrl, auth: jwt(claims, key) }).request('GET /app');
       // Signed by a key the App does not have; naming an App nobody registered.
-      expect(await refusal(bearer({ iss: APP_ID, iat: now - 30, exp: now + 500 }, generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey))).toEqual(
-        undecodable,
-      );
+      expect(await refusal(bearer({ iss: APP_ID, iat: now - 30, exp: now + 500 }, testKeyPair(2).privateKey))).toEqual(undecodable);
       expect(await refusal(bearer({ iss: 1, iat: now - 30, exp: now + 500 }))).toEqual(undecodable);
       // Expired, too long-lived, issued in the future: GitHub's own messages (auth-app reads them to fix its clock).
       expect(await refusal(bearer({ iss: APP_ID, iat: now - 700, exp: now - 100 }))).toEqual({

@@ -1,8 +1,8 @@
-import { generateKeyPairSync } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { isProofgateError, type ErrorCode } from '../../../src/core/index.js';
 import { createGitHubClient, createGitHubForge, redactSecrets } from '../../../src/forge/github/index.js';
 import { collectingLogger, countRequests, FAST, startHarness, TOKEN, type Harness } from './harness.js';
+import { testKeyPair } from '../../support/keys.js';
 
 const code = (want: ErrorCode) => (e: unknown) => isProofgateError(e, want);
 
@@ -22,7 +22,7 @@ describe('GitHub client: auth, retry, throttling, base URL', () => {
   });
 
   it('authenticates as a GitHub App installation and acts as its bot', async () => {
-    const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+    const { privateKey, publicKey } = testKeyPair();
     const pem = privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
     h = await startHarness({ forge: { auth: { kind: 'app', appId: 4242, privateKey: pem, installationId: 77 }, selfLogin: 'proofgate[bot]' } });
     h.server.registerApp({ appId: 4242, slug: 'proofgate', publicKey, installationId: 77 });
@@ -38,8 +38,8 @@ describe('GitHub client: auth, retry, throttling, base URL', () => {
   });
 
   it('refuses an App whose key GitHub does not know (FORGE_AUTH)', async () => {
-    const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
-    const { publicKey: otherPublic } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+    const { privateKey } = testKeyPair();
+    const { publicKey: otherPublic } = testKeyPair(1);
     const pem = privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
     h = await startHarness({ forge: { auth: { kind: 'app', appId: 5, privateKey: pem, installationId: 1 }, selfLogin: 'x[bot]' } });
     h.server.registerApp({ appId: 5, slug: 'x', publicKey: otherPublic, installationId: 1 });

@@ -1,8 +1,8 @@
-import { generateKeyPairSync } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { checkResponse, RepositoryModel, responseSchema, validateSchema, type SchemaObject } from '../../support/github-server/index.js';
 import { issueComment } from '../../support/github-server/rest-shapes.js';
 import { startHarness } from './harness.js';
+import { testKeyPair } from '../../support/keys.js';
 
 describe('JSON-schema checker', () => {
   const schema = {
@@ -95,7 +95,7 @@ describe('GitHub API test server answers match the published response schemas', 
     const h = await startHarness();
     const { server, forge } = h;
     const { model } = server;
-    const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+    const { privateKey, publicKey } = testKeyPair();
     server.registerApp({ appId: 9, slug: 'schema-app', publicKey, installationId: 3 });
     model.setCollaborator('maya', 'maintain');
     model.user('noel');

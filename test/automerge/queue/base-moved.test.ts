@@ -39,7 +39,12 @@ describe('merge queue: the base moves from outside', () => {
 
     const routed = await Promise.all(ids.map((id) => f.command(id, '/proofgate automerge')));
     const outcomes = await Promise.all(routed.map((r) => finished(r.dispatch?.done)));
-    expect(outcomes.map((o) => o.kind)).toEqual(['merged', 'merged']);
+    // On a failure, say why each change ended as it did.
+    const why = outcomes.map((o) => `${o.kind}: ${'reason' in o ? String(o.reason) : ''}`).join(' | ');
+    expect(
+      outcomes.map((o) => o.kind),
+      why,
+    ).toEqual(['merged', 'merged']);
     expect(moved).not.toBeNull();
     // The first candidate was built on the old tip; a later one on the moved tip.
     expect(candidates[0]).toBe(start);

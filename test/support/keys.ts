@@ -17,8 +17,3 @@ export function testKeyPair(n = 0): KeyPairKeyObjectResult {
   }
   return pair;
 }
-
-/** `testKeyPair(n)`'s private key as PKCS#8 PEM, the form an App's key is configured in. */
-export function testPrivateKeyPem(n = 0): string {
-  return testKeyPair(n).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
-}

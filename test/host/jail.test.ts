@@ -1,11 +1,12 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { exportCommit, makeJobDir, prepareJobDir, runUntrusted, type UntrustedRequest } from '../../src/host/index.js';
 import { makeTempRepo, type TempRepo } from '../forge/git-fixture.js';
 import { jailSkipReason } from '../support/jail.js';
+import { runningWith } from '../support/wait.js';
 
 // A secret in proofgate's own environment: no job may ever see it.
 const FAKE_AWS_SECRET = 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYFAKEJAILKEY';
@@ -60,17 +61,6 @@ async function jailed(
 }
 
 /** Host pids whose command line contains `marker`. */
-function hostProcesses(marker: string): string[] {
-  return readdirSync('/proc').filter((pid) => {
-    if (!/^\d+$/.test(pid)) return false;
-    try {
-      return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(marker);
-    } catch {
-      return false;
-    }
-  });
-}
-
 describe.skipIf(skip !== null)('the jail: who runs inside', () => {
   it('runs as an unprivileged uid with no capabilities, and says it ran jailed', async () => {
     const { code, out, sandbox } = await jailed('id -u; grep -E "^Cap(Eff|Prm|Bnd)" /proc/self/status');
@@ -177,15 +167,33 @@ describe.skipIf(skip !== null)('the jail: processes end with the job', () => {
     const { code, out } = await jailed(script);
     expect(code).toBe(0);
     expect(out).toContain('STARTED');
-    expect(hostProcesses(`1000.${marker}`)).toEqual([]);
-    expect(hostProcesses(`1001.${marker}`)).toEqual([]);
+    expect(runningWith(`1000.${marker}`)).toEqual([]);
+    expect(runningWith(`1001.${marker}`)).toEqual([]);
+  });
+
+  it('resolves only once the last process of the job is gone, however slowly the namespace dies', async () => {
+    // bubblewrap returns when the job's first process exits; the rest of the pid namespace is torn down after it.
+    // Many detached processes holding no pipe, one of them with a large heap to free, make that teardown slow.
+    const marker = `${process.pid}${Date.now() % 100000}3`;
+    const quiet = '</dev/null >/dev/null 2>&1';
+    const script = [
+      `for n in $(seq 1 150); do setsid sleep 1004.${marker} ${quiet} & done`,
+      `setsid node -e "const b = Buffer.alloc(1 << 30, 1); setInterval(() => b[0]++, 1000)" 1005.${marker} ${quiet} &`,
+      `until [ "$(pgrep -fc '${marker}')" -ge 151 ]; do :; done`,
+      // Let the heap be filled before the job's first process exits.
+      'sleep 0.5; echo STARTED',
+    ].join('\n');
+    const { code, out } = await jailed(script);
+    expect(out).toContain('STARTED');
+    expect(code).toBe(0);
+    expect(runningWith(marker)).toEqual([]);
   });
 
   it('kills the whole job on timeout', async () => {
     const marker = `${process.pid}${Date.now() % 100000}9`;
     const { timedOut } = await jailed(`setsid sh -c 'sleep 1002.${marker}' & sleep 1003.${marker}`, { timeoutMs: 1500 });
     expect(timedOut).toBe(true);
-    expect(hostProcesses(`.${marker}`)).toEqual([]);
+    expect(runningWith(`.${marker}`)).toEqual([]);
   });
 
   it('bounds a fork bomb by the process limit', async () => {

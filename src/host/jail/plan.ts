@@ -76,8 +76,10 @@ export interface JailPlanInput {
   readonly tools: JailTools;
   /** Drop to JAIL_UID with setpriv (proofgate runs as root). */
   readonly dropRoot: boolean;
-  /** With network: the resolv.conf naming slirp4netns's DNS, and the fds bubblewrap reports to and waits on. */
-  readonly network?: { readonly resolvConf: string; readonly infoFd: number; readonly blockFd: number };
+  /** The fd bubblewrap reports the host pid of the job's namespace init on (`--info-fd`). */
+  readonly infoFd?: number;
+  /** With network: the resolv.conf naming slirp4netns's DNS, and the fd bubblewrap waits on before the job starts. */
+  readonly network?: { readonly resolvConf: string; readonly blockFd: number };
 }
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -173,7 +175,8 @@ export function jailArgv(input: JailPlanInput): string[] {
     '--hostname',
     'proofgate-job',
   );
-  if (network !== undefined) argv.push('--info-fd', String(network.infoFd), '--block-fd', String(network.blockFd));
+  if (input.infoFd !== undefined) argv.push('--info-fd', String(input.infoFd));
+  if (network !== undefined) argv.push('--block-fd', String(network.blockFd));
   argv.push('--ro-bind', '/usr', '/usr');
   for (const entry of layout) {
     if (entry.link !== null) argv.push('--symlink', entry.link, `/${entry.name}`);

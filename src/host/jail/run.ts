@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,9 +16,14 @@ import type { UntrustedRequest, UntrustedResult } from './types.js';
  * bubblewrap (see plan.ts for the namespaces, mounts and limits); `none` runs
  * it plainly and only the trusted config may ask for that. Either way the
  * program sees exactly `request.env`, and every process it started is gone
- * when the promise resolves: jailed, the pid namespace dies with its first
- * process and bubblewrap dies with proofgate (`--die-with-parent`); plainly,
- * the process group is killed.
+ * when the promise resolves. Plainly, the process group is killed. Jailed,
+ * everything the job started lives in its own pid namespace, and bubblewrap
+ * returns as soon as the job's *first* process ends while the namespace's
+ * init (pid 1 inside) is still tearing the rest down; so, once bubblewrap has
+ * returned, the init (its host pid from `--info-fd`) is killed and waited
+ * for: the kernel marks it dead only after every other process of the
+ * namespace is gone. Nothing of a job can then still write into its job
+ * directory while proofgate reads it.
  */
 
 const INFO_FD = 3;
@@ -27,6 +33,8 @@ const SLIRP_DNS = '10.0.2.3';
 /** How often, and for how long at most, the job's loopback is looked for before slirp4netns starts. */
 const LOOPBACK_POLL_MS = 2;
 const LOOPBACK_BOUND_MS = 60_000;
+/** How long at most the job's namespace may take to die once its init was killed (only a process stuck in the kernel takes long). */
+const NAMESPACE_END_BOUND_MS = 60_000;
 
 function commonRequest(request: UntrustedRequest): Omit<ProcessRequest, 'argv' | 'cwd' | 'env'> {
   return {
@@ -52,11 +60,96 @@ export async function runUntrusted(request: UntrustedRequest): Promise<Untrusted
   const layout = await systemLayout();
   const tools = await jailTools();
   if (request.network !== true) {
-    const argv = jailArgv({ request, layout, tools, dropRoot });
-    const result = await runProcess({ argv, cwd: '/', env: BWRAP_ENV, ...commonRequest(request) });
-    return { ...setupFailure(result), sandbox: 'jail' };
+    const argv = jailArgv({ request, layout, tools, dropRoot, infoFd: INFO_FD });
+    return { ...(await runJailed(request, argv, 1)), sandbox: 'jail' };
   }
   return runWithNetwork(request, dropRoot, layout, tools);
+}
+
+/** The job's namespace init as the host sees it; its start time tells it apart from a later process given the same pid. */
+interface NamespaceInit {
+  readonly pid: number;
+  readonly startTime: string | null;
+}
+
+/**
+ * Run a jail argv whose bubblewrap reports on INFO_FD, and return only once
+ * the job's whole pid namespace is gone. `onInit` hears the init's host pid
+ * as soon as bubblewrap reports it (the network set-up needs it).
+ */
+async function runJailed(
+  request: UntrustedRequest,
+  argv: readonly string[],
+  extraPipes: number,
+  onInit?: (pid: number, child: ChildProcess) => void,
+): Promise<ProcessResult> {
+  let init: NamespaceInit | null = null;
+  const onSpawn = (child: ChildProcess) => {
+    // The extra pipes only ever fail because bubblewrap is gone, which its exit reports.
+    for (const pipe of child.stdio.slice(INFO_FD)) (pipe as Readable | Writable | null)?.on('error', () => undefined);
+    const info = child.stdio[INFO_FD] as Readable | null | undefined;
+    let text = '';
+    info?.on('data', (chunk: Buffer) => {
+      if (init !== null) return;
+      text += chunk.toString('utf8');
+      const match = /"child-pid"\s*:\s*(\d+)/.exec(text);
+      if (match === null) return;
+      const pid = Number(match[1]);
+      init = { pid, startTime: processStart(pid) };
+      onInit?.(pid, child);
+    });
+  };
+  const result = await runProcess({ argv, cwd: '/', env: BWRAP_ENV, extraPipes, onSpawn, ...commonRequest(request) });
+  if (init !== null) await namespaceEnded(init);
+  return setupFailure(result);
+}
+
+/** Field 22 of /proc/PID/stat (start time in clock ticks since boot), or null when there is no such process. */
+function processStart(pid: number): string | null {
+  const fields = statFields(pid);
+  return fields === null ? null : (fields[19] ?? null);
+}
+
+/** The fields of /proc/PID/stat after the command name (state first), or null when there is no such process. */
+function statFields(pid: number): string[] | null {
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return null;
+  }
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+}
+
+/**
+ * Kill the namespace's init and wait until the kernel reports it dead (a
+ * zombie, or no longer there): it becomes a zombie only after every other
+ * process of its namespace has been killed and reaped. Neither the init nor
+ * its namespace is proofgate's child and Node has no process handle for
+ * them, so there is no event to wait on; /proc is looked at with a growing
+ * interval instead (the first looks usually find it gone).
+ */
+async function namespaceEnded(init: NamespaceInit): Promise<void> {
+  const ended = (): boolean => {
+    const fields = statFields(init.pid);
+    return fields === null || fields[19] !== init.startTime || fields[0] === 'Z' || fields[0] === 'X';
+  };
+  if (init.startTime === null || ended()) return;
+  try {
+    process.kill(init.pid, 'SIGKILL');
+  } catch {
+    // Gone in the meantime.
+  }
+  const deadline = Date.now() + NAMESPACE_END_BOUND_MS;
+  for (let wait = 1; !ended(); wait = Math.min(wait * 2, 50)) {
+    if (Date.now() > deadline) {
+      throw new ProofgateError(
+        'INTERNAL',
+        `jail: the job's processes were still running ${NAMESPACE_END_BOUND_MS} ms after it ended (namespace init, host pid ${init.pid})`,
+      );
+    }
+    await new Promise((resolve) => setTimeout(resolve, wait));
+  }
 }
 
 /**
@@ -79,33 +172,20 @@ async function runWithNetwork(request: UntrustedRequest, dropRoot: boolean, layo
     await chmod(netDir, 0o711);
     const resolvConf = join(netDir, 'resolv.conf');
     await writeFile(resolvConf, `nameserver ${SLIRP_DNS}\n`, { mode: 0o644 });
-    const argv = jailArgv({ request, layout, tools, dropRoot, network: { resolvConf, infoFd: INFO_FD, blockFd: BLOCK_FD } });
-    const onSpawn = (child: ChildProcess) => {
-      const info = child.stdio[INFO_FD] as Readable | null | undefined;
+    const argv = jailArgv({ request, layout, tools, dropRoot, infoFd: INFO_FD, network: { resolvConf, blockFd: BLOCK_FD } });
+    const onInit = (pid: number, child: ChildProcess) => {
       const block = child.stdio[BLOCK_FD] as Writable | null | undefined;
-      block?.on('error', () => undefined);
       const fail = (why: string) => {
         networkError ??= `network: ${why}`;
         child.kill('SIGKILL');
       };
-      let text = '';
-      let waiting = false;
-      info?.on('data', (chunk: Buffer) => {
-        if (slirp !== undefined) return;
-        text += chunk.toString('utf8');
-        const match = /"child-pid"\s*:\s*(\d+)/.exec(text);
-        if (match === null || waiting) return;
-        waiting = true;
-        const pid = Number(match[1]);
-        void loopbackReady(pid).then((ready) => {
-          if (ready === 'gone') return;
-          if (ready === 'timeout') return fail(`the job's loopback was not set up within ${LOOPBACK_BOUND_MS} ms`);
-          slirp = startSlirp(tools.slirp4netns, pid, dropRoot, () => block?.end('go'), fail);
-        });
+      void loopbackReady(pid).then((ready) => {
+        if (ready === 'gone') return;
+        if (ready === 'timeout') return fail(`the job's loopback was not set up within ${LOOPBACK_BOUND_MS} ms`);
+        slirp = startSlirp(tools.slirp4netns, pid, dropRoot, () => block?.end('go'), fail);
       });
     };
-    const result = await runProcess({ argv, cwd: '/', env: BWRAP_ENV, extraPipes: 2, onSpawn, ...commonRequest(request) });
-    const checked = setupFailure(result);
+    const checked = await runJailed(request, argv, 2, onInit);
     return { ...checked, startError: networkError ?? checked.startError, sandbox: 'jail' };
   } finally {
     slirp?.kill('SIGKILL');

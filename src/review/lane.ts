@@ -82,6 +82,21 @@ function storable(context: LaneRunContext, run: LaneRun): LaneRun {
 }
 
 /**
+ * The refs a lane's repository fingerprint counts (pure): the review's base
+ * and head names only for a lane that ran code from outside proofgate
+ * unjailed (a command or proof lane under `sandbox: none`), the one kind of
+ * lane that could have moved them. A builtin rules or tests lane runs only
+ * proofgate's code, an HTTP reviewer runs nowhere here, and a jailed program
+ * sees no repository: while those run, the refs move only by others (another
+ * change landing on the base, a push), which says nothing about the lane;
+ * the review is bound to the commits, not to the names.
+ */
+export function fingerprintRefs(spec: LaneSpec, trusted: TrustedTree, refNames: readonly string[]): readonly string[] {
+  const runsOutsideCode = spec.config.command !== undefined || spec.config.builtin === 'proof';
+  return runsOutsideCode && trusted.sandbox === 'none' ? refNames : [];
+}
+
+/**
  * One dispatch of a lane: build its request (fresh nonce, the attempt's own
  * evidence directory), check the bound inputs and the context right before
  * dispatch (throws MUTABLE_INPUT / SELF_REVIEW), dispatch, validate the
@@ -111,7 +126,8 @@ async function dispatchLane(
     ...(toolbox === null ? {} : { tools: toolbox }),
   };
   await checkBeforeDispatch(request, contextId);
-  const before = await repositoryFingerprint(options.repoDir, options.dataDir, inputs.refNames);
+  const refNames = fingerprintRefs(spec, options.trusted, inputs.refNames);
+  const before = await repositoryFingerprint(options.repoDir, options.dataDir, refNames);
   let run: LaneRun;
   try {
     run = await adapterFor(spec, options.adapters)(context);
@@ -128,7 +144,7 @@ async function dispatchLane(
     run = { raw: transportFailure(context, `missing evidence (the reviewer answered ${String(answered)}): ${validation.reason}`) };
     validation = await validateLaneResult(run.raw, request, { laneId: spec.id, contextId });
   }
-  const after = await repositoryFingerprint(options.repoDir, options.dataDir, inputs.refNames);
+  const after = await repositoryFingerprint(options.repoDir, options.dataDir, refNames);
   if (after !== before)
     validation = invalid(
       'REPOSITORY_MODIFIED',

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isProofgateError } from '../../src/core/index.js';
 import { parseRepoConfigYaml } from '../../src/contracts/repo-config.js';
-import { runReview, type ReviewOutcome } from '../../src/review/index.js';
+import { rulesReviewer, runReview, type ReviewOutcome } from '../../src/review/index.js';
 import { makeRepo, sh, writeScript, type TestRepo } from './repo-fixture.js';
 
 // A command reviewer that does one thing to the repository it is reviewing, then answers CONFIRMED.
@@ -103,6 +103,39 @@ describe('the repository fingerprint covers what a reviewer could use, nothing e
     const outcome = await review(repo, [mode]);
     expect(outcome.lanes[0]?.validation).toMatchObject({ valid: false, code: 'REPOSITORY_MODIFIED' });
     expect(outcome.verdict).toBe('HOLD');
+  });
+});
+
+describe('the reviewed refs moving by someone else during a lane', () => {
+  // A builtin lane runs only proofgate's code, and a jailed program sees no repository: while they run, the base and
+  // head move only by others (proofgate landing another change, a push by hand). The review is bound to the commits.
+  const builtinConfig = (sandbox: string): string => {
+    const path = join(script.dir, `config-${Math.random().toString(16).slice(2)}.yml`);
+    writeFileSync(path, `sandbox: ${sandbox}\nreview:\n  mode: fresh-context\n  lanes:\n    - id: rules\n      builtin: rules\n`);
+    return path;
+  };
+
+  it.each([['jail'], ['none']])('the base moving while a builtin lane runs (sandbox: %s) still confirms', async (sandbox) => {
+    const repo = freshRepo();
+    const before = sh(repo.dir, ['rev-parse', 'main']).trim();
+    let moved = '';
+    const outcome = await runReview({
+      repoDir: repo.dir,
+      base: 'main',
+      head: 'feature',
+      configFile: builtinConfig(sandbox),
+      adapters: {
+        rules: async (context) => {
+          // Another change lands on main while this lane reads the one under review.
+          moved = repo.commit({ 'NOTES.md': 'landed meanwhile\n' }, 'another change');
+          return rulesReviewer(context);
+        },
+      },
+    });
+    expect(moved).not.toBe(before);
+    expect(sh(repo.dir, ['rev-parse', 'main']).trim()).toBe(moved);
+    expect(outcome.lanes[0]?.validation).toEqual({ valid: true });
+    expect(outcome.verdict).toBe('CONFIRMED');
   });
 });
 

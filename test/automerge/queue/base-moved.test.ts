@@ -39,8 +39,16 @@ describe('merge queue: the base moves from outside', () => {
 
     const routed = await Promise.all(ids.map((id) => f.command(id, '/proofgate automerge')));
     const outcomes = await Promise.all(routed.map((r) => finished(r.dispatch?.done)));
-    // On a failure, say why each change ended as it did.
-    const why = outcomes.map((o) => `${o.kind}: ${'reason' in o ? String(o.reason) : ''}`).join(' | ');
+    // On a failure, say why each change ended as it did, with the comments the change got (a review's reasons).
+    const why = (
+      await Promise.all(
+        outcomes.map(async (o, i) => {
+          if (o.kind === 'merged') return o.kind;
+          const { comments } = await f.forge.snapshot(ids[i]!);
+          return `${o.kind}: ${'reason' in o ? String(o.reason) : ''}; comments: ${comments.map((c) => c.body).join(' // ')}`;
+        }),
+      )
+    ).join(' | ');
     expect(
       outcomes.map((o) => o.kind),
       why,

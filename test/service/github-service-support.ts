@@ -107,6 +107,8 @@ export async function startServiceHarness(extra: Partial<GitHubServiceOptions> =
       throttle: { secondMs: 1, writeIntervalMs: 0, notificationIntervalMs: 0, maxRetries: 2 },
       waits: { transientPollMs: NEVER_MS, shepherdPollMs: NEVER_MS, transientWaitMs: NEVER_MS, shepherdWaitMs: NEVER_MS },
       pollMs: 50,
+      // A failed job is retried after e^n ms, not seconds: the tests wait for the retry's event, never for time.
+      retryBaseMs: 1,
       retakeMs: 2_000,
       // One process: a lease never needs taking over, and the safety-net resume (due when a lease would run out) stays far off.
       leaseMs: 600_000,

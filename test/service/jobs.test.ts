@@ -444,6 +444,36 @@ function conformance(lifecycle: Lifecycle): void {
     expect((await queue.list()).map((job) => [job.key, job.task, job.failed])).toEqual([['r', 'flaky', true]]);
   });
 
+  it('takes the unit of its backoff from retryBaseMs: the first failure waits e times it, and the retry runs then', async () => {
+    const queue = await open();
+    const recorder = new Recorder();
+    let started = 0;
+    let failed = 0;
+    await run(queue, {
+      ...FAST,
+      retryBaseMs: 50,
+      handlers: {
+        once: async (job) => {
+          if (job.attempt === 1) throw new Error('once');
+        },
+      },
+      observe: (event) => {
+        if (event.kind === 'started' && event.job.attempt === 1) started = Date.now();
+        if (event.kind === 'failed') failed = Date.now();
+        recorder.observe(event);
+      },
+    });
+    await queue.add({ task: 'once', queue: 'q', key: 'b', payload: {} });
+    await recorder.waitFor('failed', 'b');
+    const [job] = await queue.list();
+    // Written between the start and the failed event; 2 ms for the databases' rounding.
+    const delay = Math.exp(1) * 50;
+    expect(job!.runAt.getTime()).toBeGreaterThanOrEqual(started + delay - 2);
+    expect(job!.runAt.getTime()).toBeLessThanOrEqual(failed + delay + 2);
+    // Due on its own, with no makeDue: the runner takes it again.
+    expect(jobOf(await recorder.waitFor('completed', 'b')).attempt).toBe(2);
+  });
+
   it('keeps a failure as one line, cut to its limit, with secret-looking text redacted', async () => {
     const queue = await open();
     const recorder = new Recorder();
@@ -691,6 +721,8 @@ function conformance(lifecycle: Lifecycle): void {
       ['concurrency 0', { handlers, concurrency: 0 }],
       ['heartbeat not shorter than retake', { handlers, retakeMs: 100, heartbeatMs: 100 }],
       ['pollMs 0', { handlers, pollMs: 0 }],
+      ['retryBaseMs 0', { handlers, retryBaseMs: 0 }],
+      ['retryBaseMs 1.5', { handlers, retryBaseMs: 1.5 }],
       ['retakeMs beyond a timer', { handlers, retakeMs: 2 ** 31 }],
       ['observe not a function', { handlers, observe: 1 }],
     ];

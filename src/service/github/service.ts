@@ -116,6 +116,8 @@ export interface GitHubServiceOptions {
   readonly retakeMs?: number;
   /** How often workers look for due jobs when nothing woke them (default 1000 ms). */
   readonly pollMs?: number;
+  /** The unit of a failed job's backoff: its n-th failure waits e^min(n,10) times this (default 1000 ms). */
+  readonly retryBaseMs?: number;
   /** A change's lease (default 60000 ms). */
   readonly leaseMs?: number;
   readonly waits?: Partial<WaitSettings>;
@@ -506,6 +508,7 @@ export async function startGitHubService(options: GitHubServiceOptions): Promise
     concurrency: options.workers ?? 1,
     ...(options.retakeMs === undefined ? {} : { retakeMs: options.retakeMs }),
     ...(options.pollMs === undefined ? {} : { pollMs: options.pollMs }),
+    ...(options.retryBaseMs === undefined ? {} : { retryBaseMs: options.retryBaseMs }),
     observe: (event) => {
       metrics.jobEvent(event);
       options.observe?.(event);

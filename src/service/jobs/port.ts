@@ -13,7 +13,8 @@
  *   job to run after it (the running one is then not retried if it fails:
  *   the new job does its work; graphile-worker's rule, kept by both).
  * - A handler that throws is retried with backoff (the n-th failure waits
- *   e^min(n,10) seconds; graphile-worker's rule, kept by both) until
+ *   e^min(n,10) times `retryBaseMs`, which is one second unless a test
+ *   shortens it: graphile-worker's rule, kept by both) until
  *   `maxAttempts`, then kept as failed (never run again, still listed).
  * - Every process beats a heartbeat per worker. A worker whose heartbeat (and
  *   whose locks) are older than `retakeMs` is dead: its jobs are unlocked for
@@ -69,6 +70,8 @@ export interface JobRunnerOptions {
   readonly heartbeatMs?: number;
   /** Fallback poll for due jobs (default 1000 ms); adds in this process and (PostgreSQL) LISTEN/NOTIFY wake workers at once. */
   readonly pollMs?: number;
+  /** The unit of the retry backoff: the n-th failure of a job waits e^min(n,10) times this (default 1000 ms). */
+  readonly retryBaseMs?: number;
   /** Called for each thing a runner does (tests, logs, metrics). */
   readonly observe?: (event: JobEvent) => void;
 }
@@ -146,7 +149,7 @@ export interface JobQueue {
 /** Limits (in characters, and bytes for the payload): graphile-worker's columns, kept by both. */
 export const JOB_LIMITS = Object.freeze({ task: 128, queue: 128, key: 512, payloadBytes: 1_048_576, maxAttempts: 32_767 });
 export const DEFAULT_MAX_ATTEMPTS = 10;
-export const RUNNER_DEFAULTS = Object.freeze({ concurrency: 1, retakeMs: 60_000, pollMs: 1_000 });
+export const RUNNER_DEFAULTS = Object.freeze({ concurrency: 1, retakeMs: 60_000, pollMs: 1_000, retryBaseMs: 1_000 });
 /** Longest `lastError` kept (characters). */
 export const FAILURE_TEXT_LIMIT = 1_000;
 /** The longest timer Node.js keeps (ms); settings above it are refused. */
@@ -172,6 +175,7 @@ export interface RunnerSettings {
   readonly retakeMs: number;
   readonly heartbeatMs: number;
   readonly pollMs: number;
+  readonly retryBaseMs: number;
   readonly observe: ((event: JobEvent) => void) | undefined;
 }
 
@@ -247,8 +251,9 @@ export function runnerSettings(options: JobRunnerOptions): RunnerSettings {
   const heartbeatMs = checkMs(options.heartbeatMs, 'heartbeatMs', Math.max(1, Math.floor(retakeMs / 4)));
   if (heartbeatMs >= retakeMs) throw invalid('heartbeatMs must be shorter than retakeMs');
   const pollMs = checkMs(options.pollMs, 'pollMs', RUNNER_DEFAULTS.pollMs);
+  const retryBaseMs = checkMs(options.retryBaseMs, 'retryBaseMs', RUNNER_DEFAULTS.retryBaseMs);
   if (options.observe !== undefined && typeof options.observe !== 'function') throw invalid('observe must be a function');
-  return { handlers, concurrency, retakeMs, heartbeatMs, pollMs, observe: options.observe };
+  return { handlers, concurrency, retakeMs, heartbeatMs, pollMs, retryBaseMs, observe: options.observe };
 }
 
 /** Check `stop`'s grace period (typed `INVALID_INPUT`). */
@@ -284,9 +289,9 @@ export function abortAfterGrace(graceMs: number, abort: () => void): () => void 
   return () => clearTimeout(timer);
 }
 
-/** The wait after a job's n-th failure: e^min(n,10) seconds (graphile-worker's rule), in ms. */
-export function retryDelayMs(failures: number): number {
-  return Math.exp(Math.min(Math.max(failures, 0), 10)) * 1000;
+/** The wait after a job's n-th failure: e^min(n,10) times `baseMs` (graphile-worker's rule, in seconds by default), in ms. */
+export function retryDelayMs(failures: number, baseMs: number = RUNNER_DEFAULTS.retryBaseMs): number {
+  return Math.exp(Math.min(Math.max(failures, 0), 10)) * baseMs;
 }
 
 /**

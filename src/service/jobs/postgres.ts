@@ -596,14 +596,14 @@ class PostgresRunner implements JobRunner {
       const failed = await this.pgPool.query<{ final: boolean }>(
         `WITH j AS (
            UPDATE ${s}._private_jobs SET last_error = $3,
-             run_at = greatest(now(), run_at) + (exp(least(attempts, 10)) * interval '1 second'),
+             run_at = greatest(now(), run_at) + (exp(least(attempts, 10)) * $4::float8 * interval '1 millisecond'),
              locked_by = NULL, locked_at = NULL
            WHERE id = $1 AND locked_by = $2 RETURNING job_queue_id, attempts >= max_attempts AS final
          ), q AS (
            UPDATE ${s}._private_job_queues q SET locked_by = NULL, locked_at = NULL FROM j WHERE q.id = j.job_queue_id AND q.locked_by = $2
          )
          SELECT final FROM j`,
-        [raw.id, poolId, error],
+        [raw.id, poolId, error, this.settings.retryBaseMs],
       );
       this.observe({ kind: 'failed', job, error, final: failed.rows[0]?.final ?? false });
       throw new Written('failed');

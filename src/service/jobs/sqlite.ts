@@ -437,7 +437,7 @@ class SqliteRunner implements JobRunner {
           else sql.release.run(id);
         } else {
           const now = this.shared.clock.now().getTime();
-          sql.fail.run(outcome.error, Math.max(now, held.run_at) + Math.round(retryDelayMs(held.attempts)), id);
+          sql.fail.run(outcome.error, Math.max(now, held.run_at) + Math.round(retryDelayMs(held.attempts, this.settings.retryBaseMs)), id);
           final = held.attempts >= held.max_attempts;
         }
       });

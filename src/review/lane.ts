@@ -84,15 +84,17 @@ function storable(context: LaneRunContext, run: LaneRun): LaneRun {
 /**
  * The refs a lane's repository fingerprint counts (pure): the review's base
  * and head names only for a lane that ran code from outside proofgate
- * unjailed (a command or proof lane under `sandbox: none`), the one kind of
- * lane that could have moved them. A builtin rules or tests lane runs only
- * proofgate's code, an HTTP reviewer runs nowhere here, and a jailed program
- * sees no repository: while those run, the refs move only by others (another
- * change landing on the base, a push), which says nothing about the lane;
- * the review is bound to the commits, not to the names.
+ * unjailed (under `sandbox: none`: a command lane, a proof lane, or any lane
+ * offered tools, whose proof runs execute the change's scenarios), the one
+ * kind of lane that could have moved them. A builtin rules or tests lane runs
+ * only proofgate's code, an HTTP reviewer without tools runs nothing here,
+ * and a jailed program sees no repository: while those run, the names move
+ * only by others (another change landing on the base, a push), which says
+ * nothing about the lane; the review is bound to the commits, not to the
+ * names.
  */
-export function fingerprintRefs(spec: LaneSpec, trusted: TrustedTree, refNames: readonly string[]): readonly string[] {
-  const runsOutsideCode = spec.config.command !== undefined || spec.config.builtin === 'proof';
+export function fingerprintRefs(spec: LaneSpec, trusted: TrustedTree, offeredTools: boolean, refNames: readonly string[]): readonly string[] {
+  const runsOutsideCode = spec.config.command !== undefined || spec.config.builtin === 'proof' || offeredTools;
   return runsOutsideCode && trusted.sandbox === 'none' ? refNames : [];
 }
 
@@ -126,7 +128,7 @@ async function dispatchLane(
     ...(toolbox === null ? {} : { tools: toolbox }),
   };
   await checkBeforeDispatch(request, contextId);
-  const refNames = fingerprintRefs(spec, options.trusted, inputs.refNames);
+  const refNames = fingerprintRefs(spec, options.trusted, toolbox !== null && toolbox.tools.length > 0, inputs.refNames);
   const before = await repositoryFingerprint(options.repoDir, options.dataDir, refNames);
   let run: LaneRun;
   try {

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isProofgateError } from '../../src/core/index.js';
 import { parseRepoConfigYaml } from '../../src/contracts/repo-config.js';
-import { rulesReviewer, runReview, type ReviewOutcome } from '../../src/review/index.js';
+import { fingerprintRefs, rulesReviewer, runReview, type LaneSpec, type ReviewOutcome } from '../../src/review/index.js';
 import { makeRepo, sh, writeScript, type TestRepo } from './repo-fixture.js';
 
 // A command reviewer that does one thing to the repository it is reviewing, then answers CONFIRMED.
@@ -114,6 +114,19 @@ describe('the reviewed refs moving by someone else during a lane', () => {
     writeFileSync(path, `sandbox: ${sandbox}\nreview:\n  mode: fresh-context\n  lanes:\n    - id: rules\n      builtin: rules\n`);
     return path;
   };
+
+  const lane = (config: Record<string, unknown>) => ({ id: 'l', family: 'f', timeoutMs: 1000, config }) as unknown as LaneSpec;
+  it.each([
+    ['a command lane, unjailed', lane({ command: ['x'] }), 'none', false, true],
+    ['a proof lane, unjailed', lane({ builtin: 'proof' }), 'none', false, true],
+    ['an openai lane offered tools, unjailed', lane({ openai: {} }), 'none', true, true],
+    ['an openai lane without tools, unjailed', lane({ openai: {} }), 'none', false, false],
+    ['a rules lane, unjailed', lane({ builtin: 'rules' }), 'none', false, false],
+    ['a command lane, jailed', lane({ command: ['x'] }), 'jail', false, false],
+    ['a proof lane offered tools, jailed', lane({ builtin: 'proof' }), 'jail', true, false],
+  ] as const)('%s: the names count only when it could have moved them', (_name, spec, sandbox, tools, counted) => {
+    expect(fingerprintRefs(spec, { sha: 'a'.repeat(40), sandbox }, tools, ['main', 'feature'])).toEqual(counted ? ['main', 'feature'] : []);
+  });
 
   it.each([['jail'], ['none']])('the base moving while a builtin lane runs (sandbox: %s) still confirms', async (sandbox) => {
     const repo = freshRepo();

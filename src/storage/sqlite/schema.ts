@@ -75,10 +75,21 @@ function checkHeader(file: string): void {
 
 export type Identity = { kind: 'fresh' } | { kind: 'ours'; version: number };
 
+/** The three facts `identify` judges, read in one read transaction (or in the caller's). */
+function identityFacts(db: Database.Database): { applicationId: number; version: number; objects: number } {
+  const read = () => ({
+    applicationId: db.pragma('application_id', { simple: true }) as number,
+    version: db.pragma('user_version', { simple: true }) as number,
+    objects: (db.prepare('SELECT count(*) AS n FROM sqlite_master').get() as { n: number }).n,
+  });
+  // Read one by one, each in its own snapshot, a file another process is creating at this moment could show its
+  // ids from before that process's commit and its tables from after it, and read as someone else's database.
+  return db.inTransaction ? read() : db.transaction(read).deferred();
+}
+
 /** Read-only: is this file empty, ours (at which version), or someone else's? */
 function identify(db: Database.Database, file: string): Identity {
-  const applicationId = db.pragma('application_id', { simple: true }) as number;
-  const version = db.pragma('user_version', { simple: true }) as number;
+  const { applicationId, version, objects } = identityFacts(db);
   if (applicationId === APPLICATION_ID) {
     if (version > SQLITE_SCHEMA_VERSION) {
       throw new ProofgateError(
@@ -89,7 +100,6 @@ function identify(db: Database.Database, file: string): Identity {
     }
     return { kind: 'ours', version };
   }
-  const objects = (db.prepare('SELECT count(*) AS n FROM sqlite_master').get() as { n: number }).n;
   if (applicationId === 0 && version === 0 && objects === 0) return { kind: 'fresh' };
   throw new ProofgateError('NOT_OUR_DATABASE', `${file} is a SQLite database that proofgate did not create; it was left untouched`, { file });
 }

@@ -187,9 +187,12 @@ describe('the local producer against its own output directory', () => {
   });
 
   it('100,000 files in out/ are refused at the entry limit, and the job directory is gone afterwards', async () => {
-    const before = new Set(readdirSync(tmpdir()).filter((name) => name.startsWith('proofgate-proof-')));
+    // The run's TMPDIR is shared with the other test workers, whose proof jobs come and go meanwhile: this job's
+    // directory is the one whose trusted program (an export of prove.mjs) carries this test's marker.
+    const marker = `entry-limit-${process.pid}-${Date.now()}`;
     const rig = producerRig(
       [
+        `// ${marker}`,
         "import { writeFileSync } from 'node:fs';",
         "import { join } from 'node:path';",
         'const out = process.env.PROOFGATE_PROOF_OUTPUT;',
@@ -198,7 +201,15 @@ describe('the local producer against its own output directory', () => {
     );
     const answer = await rig.run({ scenario: scenario('many', { timeoutSeconds: 300 }) });
     expect(answer).toMatchObject({ kind: 'malformed', reason: 'ENTRY_LIMIT' });
-    expect(readdirSync(tmpdir()).filter((name) => name.startsWith('proofgate-proof-') && !before.has(name))).toEqual([]);
+    const ours = readdirSync(tmpdir()).filter((name) => {
+      if (!name.startsWith('proofgate-proof-')) return false;
+      try {
+        return readFileSync(join(tmpdir(), name, 'trusted', 'prove.mjs'), 'utf8').includes(marker);
+      } catch {
+        return false;
+      }
+    });
+    expect(ours).toEqual([]);
   }, 300_000);
 });
 

@@ -147,7 +147,13 @@ function startLauncher(): Launcher {
       finish(self, id, entry, null, null);
     }
   };
-  child.on('exit', lost);
+  // Node may report the exit before the last messages the launcher sent (a program's pid) are read: the groups
+  // are killed once the channel has closed, when every message it sent has been read, so no pid is missed.
+  child.on('exit', () => {
+    if (launcher === self) launcher = null;
+    if (child.connected) child.once('disconnect', lost);
+    else lost();
+  });
   child.on('error', lost);
   child.unref();
   child.channel?.unref();

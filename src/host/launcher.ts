@@ -120,6 +120,8 @@ function startLauncher(): Launcher {
       case 'spawned':
         entry.pid = message.pid;
         if (message.pid !== null && entry.pendingSignal !== null) killGroup(message.pid, entry.pendingSignal);
+        // As a spawned child's 'spawn': from here on, the launcher's death kills the program's group.
+        if (message.pid !== null) launched.emit('spawn');
         break;
       case 'out':
       case 'err': {

@@ -366,10 +366,13 @@ describe('through proofgate serve --repo', () => {
     const second = await (joined as unknown as Promise<{ id: string; lines: string[]; end: unknown }>);
     expect(second.id).not.toBe(first);
     expect(second.end).toEqual(firstEnd);
-    // The first reader saw the second command too; from there on both got the same lines.
-    const from = firstLines.lastIndexOf('alice: automerge');
-    expect(from).toBeGreaterThan(0);
-    expect(second.lines).toEqual(firstLines.slice(from));
+    // The first reader saw the second command too. The second reader's lines start when its comment was made, which
+    // on a loaded machine can be a few lines before the running job reads the command: from there on both got the
+    // same lines, the command among them.
+    expect(firstLines.lastIndexOf('alice: automerge')).toBeGreaterThan(0);
+    expect(second.lines).toContain('alice: automerge');
+    expect(second.lines.length).toBeLessThan(firstLines.length);
+    expect(second.lines).toEqual(firstLines.slice(firstLines.length - second.lines.length));
     expect(second.lines[second.lines.length - 1]).toMatch(/^block: failed checks/);
     expect(hub.usage()).toEqual({ recording: 0, streams: 0 });
   });

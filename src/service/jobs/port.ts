@@ -289,8 +289,8 @@ export function abortAfterGrace(graceMs: number, abort: () => void): () => void 
   return () => clearTimeout(timer);
 }
 
-/** The wait after a job's n-th failure: e^min(n,10) times `baseMs` (graphile-worker's rule, in seconds by default), in ms. */
-export function retryDelayMs(failures: number, baseMs: number = RUNNER_DEFAULTS.retryBaseMs): number {
+/** The wait after a job's n-th failure: e^min(n,10) times `baseMs` (graphile-worker's rule, with `RUNNER_DEFAULTS.retryBaseMs`), in ms. */
+export function retryDelayMs(failures: number, baseMs: number): number {
   return Math.exp(Math.min(Math.max(failures, 0), 10)) * baseMs;
 }
 

@@ -35,4 +35,10 @@ export default tseslint.config(
       ],
     },
   },
+  {
+    // The CLI's loader (scripts/cli-loader.cjs) is CommonJS: Node starts a CommonJS entry faster than an ES module.
+    files: ['**/*.cjs'],
+    languageOptions: { sourceType: 'commonjs', globals: { require: 'readonly', __dirname: 'readonly', globalThis: 'readonly' } },
+    rules: { '@typescript-eslint/no-require-imports': 'off' },
+  },
 );

@@ -7,13 +7,13 @@
 // changes far less than wall time: a shell runs it and reports its children's
 // times (`times`). Medians of ROUNDS runs, interleaved so both see the same load;
 // a bare `node -e 0` is measured beside them. Also the bundle with and
-// without its V8 code cache (scripts/cli-loader.mjs), both started the same
+// without its V8 code cache (scripts/cli-loader.cjs), both started the same
 // way (an inline module that sets the loader's mode and imports it).
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
 const ROUNDS = 15;
-const bundled = fileURLToPath(new URL('../dist/cli/main.js', import.meta.url));
+const bundled = fileURLToPath(new URL('../dist/cli/main.cjs', import.meta.url));
 const program = new URL('../dist/cli/program.js', import.meta.url).href;
 
 // A wrapper that runs the command and prints the child's CPU time: getrusage(RUSAGE_CHILDREN) via a shell's `times`.
@@ -45,7 +45,7 @@ export default async function bench(report) {
     process.execPath,
     '--input-type=module',
     '-e',
-    `globalThis[Symbol.for('proofgate.cli.codeCache')] = ${JSON.stringify(mode)}; process.argv = [process.argv[0], ${JSON.stringify(bundled)}, '--version']; await import(${JSON.stringify(new URL('../dist/cli/main.js', import.meta.url).href)});`,
+    `globalThis[Symbol.for('proofgate.cli.codeCache')] = ${JSON.stringify(mode)}; process.argv = [process.argv[0], ${JSON.stringify(bundled)}, '--version']; await import(${JSON.stringify(new URL('../dist/cli/main.cjs', import.meta.url).href)});`,
   ];
   const times = { bundled: [], unbundled: [], bare: [], cacheOn: [], cacheOff: [] };
   for (let i = 0; i < ROUNDS; i += 1) {

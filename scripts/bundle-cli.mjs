@@ -1,8 +1,9 @@
 // Bundles the command-line entry (dist/cli/main.js, as tsc emitted it) into
 // one file, dist/cli/proofgate.cjs, with its pure-JavaScript dependencies
-// inside, and makes dist/cli/main.js the loader that runs it with V8's code
-// cache (scripts/cli-loader.mjs says why and how; the cache is made here by
-// running the bundle once). The bundle is CommonJS because Node 20 can use a
+// inside, and writes dist/cli/main.cjs, the loader that runs it with V8's
+// code cache (scripts/cli-loader.cjs says why and how; the cache is made here
+// by running the bundle once). dist/cli/main.js becomes two lines that
+// require the loader, so that path runs the same command. The bundle is CommonJS because Node 20 can use a
 // code cache only for scripts, not for ES modules; the entry therefore has no
 // top-level await.
 //
@@ -16,7 +17,10 @@
 // Left outside the bundle, loaded from node_modules as before: Node's own
 // modules, native addons and packages that load files of their own by path
 // at run time (better-sqlite3's addon, pg and its optional native driver,
-// graphile-worker's plugins, pino's transport workers).
+// graphile-worker's plugins, pino's transport workers), and prom-client, yauzl
+// and yazl, which few commands need and which are loaded on first use
+// (src/service/metrics.ts, src/proof/evidence/zip-modules.ts): they load Node's HTTP
+// or zlib modules as they load.
 //
 // The bundle carries code of other packages, so their licence texts go beside
 // it in dist/cli/THIRD-PARTY-LICENSES.txt.
@@ -29,9 +33,10 @@ import { rolldown } from 'rolldown';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const entry = join(root, 'dist', 'cli', 'main.js');
+const loaderFile = join(root, 'dist', 'cli', 'main.cjs');
 const bundleFile = join(root, 'dist', 'cli', 'proofgate.cjs');
 const licencesFile = join(root, 'dist', 'cli', 'THIRD-PARTY-LICENSES.txt');
-const KEEP_OUTSIDE = new Set(['better-sqlite3', 'pg', 'pg-native', 'graphile-worker', 'pino']);
+const KEEP_OUTSIDE = new Set(['better-sqlite3', 'pg', 'pg-native', 'graphile-worker', 'pino', 'prom-client', 'yauzl', 'yazl']);
 
 function packageName(specifier) {
   const parts = specifier.split('/');
@@ -61,11 +66,13 @@ function licenceOf(dir) {
   return `${manifest.name}@${manifest.version} (${manifest.license ?? 'unknown'})\n\n${text}\n`;
 }
 
-if (readFileSync(entry, 'utf8').includes("Symbol.for('proofgate.cli.codeCache')")) {
-  throw new Error('bundle-cli: dist/cli/main.js is the loader of an earlier build: run tsc first (npm run build does both)');
+if (readFileSync(entry, 'utf8').includes('./main.cjs')) {
+  throw new Error('bundle-cli: dist/cli/main.js is the one of an earlier build: run tsc first (npm run build does both)');
 }
 const bundle = await rolldown({ input: entry, platform: 'node', external, logLevel: 'warn' });
-const { output } = await bundle.generate({ format: 'cjs', sourcemap: false });
+// ASCII output (non-ASCII characters escaped) without JSDoc comments, which hold most of the rest: the loader reads an
+// ASCII bundle as Latin-1, much cheaper than decoding UTF-8, and V8 keeps it as a one-byte string.
+const { output } = await bundle.generate({ format: 'cjs', sourcemap: false, charset: 'ascii', comments: { jsdoc: false, legal: true, annotation: true } });
 await bundle.close();
 if (output.length !== 1 || output[0].type !== 'chunk') {
   throw new Error(`bundle-cli: expected one chunk, got ${output.map((item) => item.fileName).join(', ')}`);
@@ -76,8 +83,13 @@ const packages = [...new Set(chunk.moduleIds.map(packageDirOf).filter((dir) => d
 const code = chunk.code.replace(/^#!.*/, '');
 writeFileSync(bundleFile, code);
 rmSync(`${bundleFile}.cache`, { force: true });
-// tsc's entry becomes the loader (scripts/cli-loader.mjs); tsc's source map described the two-line entry.
-writeFileSync(entry, `#!/usr/bin/env node\n${readFileSync(join(root, 'scripts', 'cli-loader.mjs'), 'utf8')}`);
+// The loader (scripts/cli-loader.cjs) is the bin; tsc's entry, now in the bundle, becomes a module that runs it (tsc's
+// source map described the entry as it was).
+writeFileSync(loaderFile, `#!/usr/bin/env node\n${readFileSync(join(root, 'scripts', 'cli-loader.cjs'), 'utf8')}`, { mode: 0o755 });
+writeFileSync(
+  entry,
+  `#!/usr/bin/env node\n// The \`proofgate\` command: dist/cli/main.cjs (the package's bin) runs it; see scripts/cli-loader.cjs.\nimport { createRequire } from 'node:module';\ncreateRequire(import.meta.url)('./main.cjs');\n`,
+);
 rmSync(`${entry}.map`, { force: true });
 // The code cache: V8's compiled code for the bundle after it ran `--help` (which builds every command's options),
 // saved by the loader at exit.
@@ -86,7 +98,7 @@ const warm = spawnSync(
   [
     '--input-type=module',
     '-e',
-    `globalThis[Symbol.for('proofgate.cli.codeCache')] = 'write'; process.argv = [process.argv[0], ${JSON.stringify(entry)}, '--help']; await import(${JSON.stringify(pathToFileURL(entry).href)});`,
+    `globalThis[Symbol.for('proofgate.cli.codeCache')] = 'write'; process.argv = [process.argv[0], ${JSON.stringify(loaderFile)}, '--help']; await import(${JSON.stringify(pathToFileURL(loaderFile).href)});`,
   ],
   { stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8' },
 );

@@ -10,11 +10,15 @@
  * joined is followed through the server's progress stream (NDJSON), whose
  * lines the command prints as direct mode prints its own.
  */
-import { request as httpRequest } from 'node:http';
-import { request as httpsRequest } from 'node:https';
 import { ProofgateError, type ErrorCode } from '../core/index.js';
 import { ERROR_CODES } from '../core/errors.js';
+import { loadHttp, loadHttps } from '../host/index.js';
 import { usageError } from './io.js';
+
+/** The request function for `url`'s protocol. */
+function requestFor(url: URL): typeof import('node:http').request {
+  return url.protocol === 'https:' ? loadHttps().request : loadHttp().request;
+}
 
 /** Where a client-mode command sends its requests. */
 export interface RemoteTarget {
@@ -73,7 +77,7 @@ export function remoteError(status: number, body: unknown, token: string | null)
 
 /** One HTTP exchange (node:http, no time limit: a check run or an automerge wait may take long). */
 function exchange(url: URL, method: string, headers: Record<string, string>, body: string | undefined): Promise<{ status: number; text: string }> {
-  const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
+  const send = requestFor(url);
   return new Promise((resolve, reject) => {
     const req = send(url, { method, headers }, (res) => {
       const chunks: Buffer[] = [];
@@ -182,7 +186,7 @@ const MAX_STREAM_LINE = 4 * 1024 * 1024;
  */
 function readStream(target: RemoteTarget, path: string, onItem: (item: Exclude<StreamItem, { kind: 'end' }>) => void): Promise<Record<string, unknown> | null> {
   const url = new URL(path, target.url);
-  const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
+  const send = requestFor(url);
   const headers: Record<string, string> = { accept: 'application/x-ndjson' };
   if (target.token !== null) headers.authorization = `Bearer ${target.token}`;
   return new Promise((resolve, reject) => {

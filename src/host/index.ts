@@ -5,7 +5,7 @@
  * object reader per repository), the rule for what a
  * child may see of proofgate's environment, and the jail for code proofgate
  * did not write (`runUntrusted`, `exportCommit`), the loggers (pino, loaded
- * on first use), and the checkout guard by which proofgate processes sharing a
+ * on first use), Node's costlier modules (loaded on first use too), and the checkout guard by which proofgate processes sharing a
  * repository see each other's moves of a checked-out branch. Imports only `core`.
  */
 export { CREDENTIAL_NAME, PORTABLE_ENV, SESSION_ENV, TOOLCHAIN_ENV, allowListedEnv } from './env.js';
@@ -55,4 +55,5 @@ export {
   type JailStatus,
 } from './jail.js';
 export { loadPino, silentLogger, stderrLogger } from './log.js';
+export { loadHttp, loadHttps, loadZlib } from './node-modules.js';
 export { beginCheckoutMove, readBetweenCheckoutMoves, CHECKOUT_GUARD_DIR, type CheckoutGuardOptions, type CheckoutMove } from './checkout-guard.js';

@@ -55,10 +55,11 @@
  * `git`, paths under `/git/` are handed to it whole (git's smart HTTP; it
  * authenticates on its own).
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { ProofgateError, errorMessage } from '../core/index.js';
+import { loadHttp } from '../host/index.js';
 import type { RepoPermission } from '../forge/port.js';
 import { bearerToken, isTokenShape, permits } from './identities.js';
 import { logText, type DeliveryFacts, type IntakeOutcome, type WebhookIntake } from './intake.js';
@@ -730,7 +731,7 @@ export async function createServiceServer(options: ServiceServerOptions): Promis
     req.resume();
   };
 
-  const server: Server = createServer(
+  const server: Server = loadHttp().createServer(
     // Node checks both timeouts every `connectionsCheckingInterval` (30 s by default): often enough here that they hold.
     { requestTimeout, headersTimeout, connectionsCheckingInterval: Math.min(1000, headersTimeout) },
     (req, res) => {

@@ -21,7 +21,8 @@
  * appends to those streams, so the numbers are the store's, whichever
  * process ran the queue, and the same from every service sharing the store).
  */
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { Registry } from 'prom-client';
+import { lazyModule } from '../core/index.js';
 import type { AutomergeObservation } from '../automerge/loop/types.js';
 import { initialQueue, parseQueueEvent, reduceQueue, type QueueState } from '../automerge/queue/queue.js';
 import { QUEUE_STREAM_PREFIX, queueBaseOf } from '../automerge/queue/store.js';
@@ -240,7 +241,12 @@ export function statusLabel(status: number | null): string {
   return status !== null && Number.isInteger(status) && status >= 100 && status <= 599 ? String(status) : 'none';
 }
 
+// Loaded when a service makes its metrics, not at every command's start: prom-client loads node:http, node:https and
+// node:zlib (for its push gateway) as it loads.
+const loadPromClient = lazyModule<typeof import('prom-client')>('prom-client');
+
 export function createServiceMetrics(options: ServiceMetricsOptions = {}): ServiceMetrics {
+  const { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } = loadPromClient();
   const registry = new Registry();
   if (options.processMetrics !== false) collectDefaultMetrics({ register: registry });
   const registers = [registry];
@@ -460,6 +466,7 @@ export function createServiceMetrics(options: ServiceMetricsOptions = {}): Servi
  */
 function mergeQueueMetrics(source: ServiceMetricsOptions['mergeQueue'], registers: Registry[]): () => Promise<void> {
   if (source === undefined) return async () => undefined;
+  const { Counter, Gauge, Histogram } = loadPromClient();
   const length = new Gauge({
     name: 'proofgate_merge_queue_length',
     help: 'Changes waiting in the merge queue of each base (a protected branch), from the queue streams of the store at scrape time.',

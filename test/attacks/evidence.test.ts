@@ -4,7 +4,7 @@
  * command something crafted and asserts the safe outcome. A test whose comment
  * says "Was a defect" covers a hole found this way and since closed.
  *
- * CLI tests run the built binary (dist/cli/main.js).
+ * CLI tests run the built binary (dist/cli/main.cjs).
  */
 import { execFileSync } from 'node:child_process';
 import { linkSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';

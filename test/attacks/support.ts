@@ -4,7 +4,7 @@
  * unmoved, .git/config and hooks untouched, no canary outside the job's dir,
  * no planted secret in any byte of the data dir or .git, no process left).
  *
- * Run `npm run build` first: the CLI is dist/cli/main.js.
+ * Run `npm run build` first: the CLI is dist/cli/main.cjs.
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { chmodSync, existsSync, lstatSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';

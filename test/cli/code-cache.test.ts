@@ -1,10 +1,11 @@
 import { spawnSync } from 'node:child_process';
+import { isAscii } from 'node:buffer';
 import { copyFileSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { CLI } from './helpers.js';
 
-// The command's loader (scripts/cli-loader.mjs, built as dist/cli/main.js) runs the bundle dist/cli/proofgate.cjs
+// The command's loader (scripts/cli-loader.cjs, built as dist/cli/main.cjs) runs the bundle dist/cli/proofgate.cjs
 // with V8's code cache dist/cli/proofgate.cjs.cache. These run the loader in 'report' mode, in which it says on
 // stderr at exit whether V8 used the cache, and check what the command printed.
 const built = dirname(CLI);
@@ -18,12 +19,12 @@ afterEach(() => {
 function copyOfCli(): string {
   const dir = mkdtempSync(join(dirname(built), 'cli-copy-'));
   copies.push(dir);
-  for (const name of ['main.js', 'proofgate.cjs', 'proofgate.cjs.cache']) copyFileSync(join(built, name), join(dir, name));
+  for (const name of ['main.cjs', 'proofgate.cjs', 'proofgate.cjs.cache']) copyFileSync(join(built, name), join(dir, name));
   return dir;
 }
 
 function help(dir: string): { status: number | null; stdout: string; cache: string } {
-  const main = join(dir, 'main.js');
+  const main = join(dir, 'main.cjs');
   const code = `globalThis[Symbol.for('proofgate.cli.codeCache')] = 'report'; process.argv = [process.argv[0], ${JSON.stringify(main)}, '--help']; await import(${JSON.stringify(`file://${main}`)});`;
   const result = spawnSync(process.execPath, ['--input-type=module', '-e', code], { encoding: 'utf8', timeout: 120_000, killSignal: 'SIGKILL' });
   return { status: result.status, stdout: result.stdout, cache: /code cache: (\w+)/.exec(result.stderr)?.[1] ?? `no report: ${result.stderr}` };
@@ -63,6 +64,26 @@ describe('the CLI loader and its code cache', () => {
     expect(run.status).toBe(0);
     expect(run.stdout).toContain('Review, prove and merge');
     expect(run.cache).toBe('refused');
+  });
+
+  it('the bundle is ASCII (read as Latin-1); one edited with other text is read as UTF-8 and prints that text whole', () => {
+    expect(isAscii(readFileSync(join(built, 'proofgate.cjs')))).toBe(true);
+    const dir = copyOfCli();
+    const bundle = join(dir, 'proofgate.cjs');
+    writeFileSync(bundle, readFileSync(bundle, 'utf8').replace('Review, prove and merge', 'Review, prüve and merge \u{1F512}'));
+    const run = help(dir);
+    expect(run.status).toBe(0);
+    expect(run.stdout).toContain('Review, prüve and merge \u{1F512}');
+    expect(run.cache).toBe('none');
+  });
+
+  it('dist/cli/main.js runs the same command as the bin, dist/cli/main.cjs', () => {
+    const viaModule = spawnSync(process.execPath, [join(built, 'main.js'), '--version'], { encoding: 'utf8', timeout: 120_000, killSignal: 'SIGKILL' });
+    const viaBin = spawnSync(process.execPath, [CLI, '--version'], { encoding: 'utf8', timeout: 120_000, killSignal: 'SIGKILL' });
+    expect(viaBin.status).toBe(0);
+    expect(viaBin.stdout).toMatch(/^\d+\.\d+\.\d+/);
+    expect(viaModule.status).toBe(0);
+    expect(viaModule.stdout).toBe(viaBin.stdout);
   });
 
   it('without a cache the command compiles the bundle and works', () => {

@@ -2,7 +2,7 @@ import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { startTestProcess, stopTestProcess } from '../support/processes.js';
 
-export const CLI = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
+export const CLI = fileURLToPath(new URL('../../dist/cli/main.cjs', import.meta.url));
 
 /** A time limit for one CLI run that fits a loaded machine. */
 const CLI_TIMEOUT_MS = 120_000;

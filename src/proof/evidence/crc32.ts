@@ -1,4 +1,4 @@
-import * as zlib from 'node:zlib';
+import { loadZlib } from '../../host/index.js';
 
 type Crc32 = (data: Uint8Array, value?: number) => number;
 
@@ -19,10 +19,16 @@ function tableCrc32(data: Uint8Array, value = 0): number {
   return ~crc >>> 0;
 }
 
-const native = (zlib as { crc32?: Crc32 }).crc32;
+let chosen: Crc32 | undefined;
 
-/** CRC-32 of `data`, continuing from `value` (0 to start): zlib's when Node has it (20.15 and later). */
-export const crc32: Crc32 = typeof native === 'function' ? native : tableCrc32;
+/** zlib's CRC-32 when Node has it (20.15 and later), else the table's; zlib is loaded on the first call. */
+function choose(): Crc32 {
+  const native = (loadZlib() as { crc32?: Crc32 }).crc32;
+  return typeof native === 'function' ? native : tableCrc32;
+}
+
+/** CRC-32 of `data`, continuing from `value` (0 to start). */
+export const crc32: Crc32 = (data, value = 0) => (chosen ??= choose())(data, value);
 
 /** The table implementation, exported so a test can hold it against zlib's. */
 export const crc32ByTable: Crc32 = tableCrc32;

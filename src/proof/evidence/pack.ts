@@ -1,13 +1,14 @@
 import { constants, type Stats } from 'node:fs';
 import { lstat, open, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { dirname, isAbsolute, relative, resolve } from 'node:path';
-import { deflateRawSync } from 'node:zlib';
-import yazl from 'yazl';
+import type yazl from 'yazl';
+import { loadZlib } from '../../host/index.js';
 import { ProofgateError, canonicalJson, errorMessage, isProofgateError, isSha256Digest, randomHex, sha256Digest, type Sha256Digest } from '../../core/index.js';
 import { resolveEvidenceLimits, type EvidenceLimits } from './limits.js';
 import { EVIDENCE_MANIFEST_SCHEMA, SCENARIO_ID_PATTERN, type EvidenceManifest, type EvidenceObservation } from './manifest.js';
 import { MANIFEST_NAME, MAX_NAME_BYTES, NameKeys, entryNameProblem } from './names.js';
 import { evidenceError, quoteName } from './reasons.js';
+import { loadYazl } from './zip-modules.js';
 
 /** What `packEvidenceBundle` packs, and where it writes the bundle. */
 export interface PackEvidenceOptions {
@@ -54,7 +55,7 @@ const SAMPLE_BYTES = 64 * 1024;
  */
 function worthDeflating(data: Buffer): boolean {
   const sample = data.subarray(0, SAMPLE_BYTES);
-  return sample.length < 64 || deflateRawSync(sample).length < sample.length * 0.9;
+  return sample.length < 64 || loadZlib().deflateRawSync(sample).length < sample.length * 0.9;
 }
 
 const GIT_SHA = /^[0-9a-f]{40}$/;
@@ -116,7 +117,7 @@ export async function packEvidenceBundle(options: PackEvidenceOptions): Promise<
     throw evidenceError('MANIFEST_INVALID', `${MANIFEST_NAME} would be ${manifestBytes.length} bytes, more than the ${limits.maxManifestBytes} allowed`);
   }
 
-  const zip = new yazl.ZipFile();
+  const zip = new (loadYazl().ZipFile)();
   zip.addBuffer(manifestBytes, MANIFEST_NAME, entryOptions(true));
   found.forEach((file, index) => {
     const data = contents[index] as Buffer;

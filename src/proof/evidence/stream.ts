@@ -2,8 +2,8 @@ import { createHash, type Hash } from 'node:crypto';
 import { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
-import { createInflateRaw, inflateRawSync } from 'node:zlib';
 import { errorMessage, isProofgateError, type Sha256Digest } from '../../core/index.js';
+import { loadZlib } from '../../host/index.js';
 import { crc32 } from './crc32.js';
 import { evidenceError, quoteName } from './reasons.js';
 import { METHOD_DEFLATE } from './structure.js';
@@ -110,7 +110,7 @@ function inflateSmall(raw: Buffer, tally: Tally, declared: number): number {
   try {
     // One output buffer of the declared size plus one byte: nothing to join afterwards, and a byte more is a lie.
     const limit = declared + 1;
-    result = inflateRawSync(raw, { info: true, maxOutputLength: limit, chunkSize: Math.max(limit, 64) }) as unknown as typeof result;
+    result = loadZlib().inflateRawSync(raw, { info: true, maxOutputLength: limit, chunkSize: Math.max(limit, 64) }) as unknown as typeof result;
   } catch (error) {
     if ((error as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE') throw tally.tooLong();
     throw error;
@@ -121,7 +121,7 @@ function inflateSmall(raw: Buffer, tally: Tally, declared: number): number {
 
 /** Inflate a large entry as a stream of pieces; the tally stops it at the first piece past the declared size. Returns the input used. */
 async function inflateStreaming(raw: Buffer, tally: Tally): Promise<number> {
-  const inflate = createInflateRaw({ chunkSize: PIECE_BYTES });
+  const inflate = loadZlib().createInflateRaw({ chunkSize: PIECE_BYTES });
   const sink = new Writable({
     highWaterMark: PIECE_BYTES,
     write(piece: Buffer, _encoding, callback) {

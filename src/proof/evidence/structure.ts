@@ -5,7 +5,7 @@
  * the archive belongs to exactly one entry, the central directory or the end
  * record (no overlaps, no gaps where a second reader could find other data).
  */
-import yauzl from 'yauzl';
+import type yauzl from 'yauzl';
 import { crc32 } from './crc32.js';
 import { FLAG_UTF8 } from './names.js';
 import { evidenceError, quoteName } from './reasons.js';

@@ -1,11 +1,12 @@
 import { constants } from 'node:fs';
 import { open } from 'node:fs/promises';
-import yauzl from 'yauzl';
+import type yauzl from 'yauzl';
 import { ProofgateError, errorMessage, isProofgateError, sha256Digest, type Sha256Digest } from '../../core/index.js';
 import { resolveEvidenceLimits, type EvidenceLimits } from './limits.js';
 import { parseManifest, type EvidenceManifest, type EvidenceObservation } from './manifest.js';
 import { MANIFEST_NAME, NameKeys, decodeEntryName } from './names.js';
 import { evidenceError, quoteName } from './reasons.js';
+import { loadYauzl } from './zip-modules.js';
 import { readEntryData, type EntryLocation } from './stream.js';
 import {
   checkAttributes,
@@ -228,9 +229,11 @@ function fromYauzl(error: unknown, context: string): ProofgateError {
 
 function openZip(bytes: Buffer): Promise<yauzl.ZipFile> {
   // yauzl's own checks stay on: names decoded and validated strictly (no backslash rewriting), stored sizes checked.
-  return yauzl.fromBufferPromise(bytes, { decodeStrings: true, strictFileNames: true, validateEntrySizes: true, lazyEntries: true }).catch((error: unknown) => {
-    throw fromYauzl(error, 'the archive cannot be opened');
-  });
+  return loadYauzl()
+    .fromBufferPromise(bytes, { decodeStrings: true, strictFileNames: true, validateEntrySizes: true, lazyEntries: true })
+    .catch((error: unknown) => {
+      throw fromYauzl(error, 'the archive cannot be opened');
+    });
 }
 
 /**

@@ -1,9 +1,10 @@
 import { createHash } from 'node:crypto';
-import yauzl from 'yauzl';
+import type yauzl from 'yauzl';
 import { ProofgateError, canonicalJson, errorMessage, redactSecrets, systemClock, type Clock } from '../../core/index.js';
 import { httpFailure } from '../../forge/github/errors.js';
 import type { GitHubOctokit } from '../../forge/github/index.js';
 import { crc32 } from '../evidence/crc32.js';
+import { loadYauzl } from '../evidence/zip-modules.js';
 import type { ProducerAnswer, ProducerJob, ProofProducerRunner } from './types.js';
 
 /**
@@ -536,7 +537,7 @@ async function extractBundle(zipped: Buffer, cap: number, artifactName: string):
   let zip: yauzl.ZipFile;
   try {
     zip = await new Promise<yauzl.ZipFile>((resolve, reject) =>
-      yauzl.fromBuffer(zipped, { lazyEntries: true, strictFileNames: true, validateEntrySizes: true, decodeStrings: true }, (error, file) =>
+      loadYauzl().fromBuffer(zipped, { lazyEntries: true, strictFileNames: true, validateEntrySizes: true, decodeStrings: true }, (error, file) =>
         error ? reject(error) : resolve(file),
       ),
     );

@@ -1,5 +1,5 @@
 /**
- * Crash safety with real process kills. The built CLI (`node dist/cli/main.js
+ * Crash safety with real process kills. The built CLI (`node dist/cli/main.cjs
  * automerge 1`) runs the loop on a local-forge repository in a child process;
  * PROOFGATE_TEST_CRASH_AT makes it SIGKILL itself at an effect boundary (the
  * test seam of src/automerge/loop/crash-seam.ts and src/forge/local/merge.ts).
@@ -21,7 +21,7 @@ import { makeTempRepo, type TempRepo } from '../../forge/git-fixture.js';
 import { startTestProcess, stopTestProcess } from '../../support/processes.js';
 import { CHECK_SCRIPT, repoConfig } from './local-support.js';
 
-const CLI = resolve('dist/cli/main.js');
+const CLI = resolve('dist/cli/main.cjs');
 const cleanups: Array<() => void> = [];
 afterAll(() => {
   for (const cleanup of cleanups.splice(0)) cleanup();

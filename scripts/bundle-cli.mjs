@@ -3,9 +3,9 @@
 // inside, and writes dist/cli/main.cjs, the loader that runs it with V8's
 // code cache (scripts/cli-loader.cjs says why and how; the cache is made here
 // by running the bundle once). dist/cli/main.js becomes two lines that
-// require the loader, so that path runs the same command. The bundle is CommonJS because Node 20 can use a
-// code cache only for scripts, not for ES modules; the entry therefore has no
-// top-level await.
+// require the loader, so that path runs the same command. The bundle is
+// CommonJS because Node 20 can use a code cache only for scripts, not for ES
+// modules; the entry therefore has no top-level await.
 //
 // Why: every `proofgate` command is a new Node process, and Node 20 spends
 // most of a short command's start-up resolving, reading and compiling a few
@@ -19,8 +19,8 @@
 // at run time (better-sqlite3's addon, pg and its optional native driver,
 // graphile-worker's plugins, pino's transport workers), and prom-client, yauzl
 // and yazl, which few commands need and which are loaded on first use
-// (src/service/metrics.ts, src/proof/evidence/zip-modules.ts): they load Node's HTTP
-// or zlib modules as they load.
+// (src/service/metrics.ts, src/proof/evidence/zip-modules.ts): they load
+// Node's HTTP or zlib modules as they load.
 //
 // The bundle carries code of other packages, so their licence texts go beside
 // it in dist/cli/THIRD-PARTY-LICENSES.txt.
@@ -67,7 +67,7 @@ function licenceOf(dir) {
 }
 
 if (readFileSync(entry, 'utf8').includes('./main.cjs')) {
-  throw new Error('bundle-cli: dist/cli/main.js is the one of an earlier build: run tsc first (npm run build does both)');
+  throw new Error("bundle-cli: dist/cli/main.js is the forwarder an earlier build wrote, not tsc's entry: run tsc first (npm run build does both)");
 }
 const bundle = await rolldown({ input: entry, platform: 'node', external, logLevel: 'warn' });
 // ASCII output (non-ASCII characters escaped) without JSDoc comments, which hold most of the rest: the loader reads an

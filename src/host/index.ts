@@ -5,8 +5,9 @@
  * object reader per repository), the rule for what a
  * child may see of proofgate's environment, and the jail for code proofgate
  * did not write (`runUntrusted`, `exportCommit`), the loggers (pino, loaded
- * on first use), Node's costlier modules (loaded on first use too), and the checkout guard by which proofgate processes sharing a
- * repository see each other's moves of a checked-out branch. Imports only `core`.
+ * on first use), Node's costlier modules (loaded on first use too), and the
+ * checkout guard by which proofgate processes sharing a repository see each
+ * other's moves of a checked-out branch. Imports only `core`.
  */
 export { CREDENTIAL_NAME, PORTABLE_ENV, SESSION_ENV, TOOLCHAIN_ENV, allowListedEnv } from './env.js';
 export { processGone, runProcess, type ProcessRequest, type ProcessResult, type OutputCap } from './process.js';

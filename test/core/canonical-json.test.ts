@@ -183,11 +183,12 @@ describe('member names that JavaScript treats specially, and duplicates', () => 
       | { readonly kind: 'leaf'; readonly text: string }
       | { readonly kind: 'array'; readonly items: Node[] }
       | { readonly kind: 'object'; readonly members: [string, Node][] };
-    const name = fc.constantFrom('a', 'b', '__proto__', '0', 'é', '"', '\\');
+    // Colons inside names and strings: the count of names is a count of the colons outside strings.
+    const name = fc.constantFrom('a', 'b', '__proto__', '0', 'é', '"', '\\', ':', 'x":"');
     const { node } = fc.letrec<{ node: Node }>((tie) => ({
       node: fc.oneof(
         { depthSize: 'small', withCrossShrink: true },
-        fc.constantFrom('1', 'null', '"x"', '"{\\"a\\":1}"', '"]}"').map((text): Node => ({ kind: 'leaf', text })),
+        fc.constantFrom('1', 'null', '"x"', '"{\\"a\\":1}"', '"]}"', '"a:b"', '"\\\\"', '"\\\\\\":"').map((text): Node => ({ kind: 'leaf', text })),
         fc.array(tie('node'), { maxLength: 3 }).map((items): Node => ({ kind: 'array', items })),
         fc.array(fc.tuple(name, tie('node')), { maxLength: 4 }).map((members): Node => ({ kind: 'object', members })),
       ),
@@ -230,5 +231,22 @@ describe('member names that JavaScript treats specially, and duplicates', () => 
   it('decodeUtf8 refuses invalid UTF-8 instead of replacing it', () => {
     expect(() => decodeUtf8(new Uint8Array([0x7b, 0xff, 0x7d]))).toThrow(/not valid UTF-8/);
     expect(decodeUtf8(new TextEncoder().encode('{"é":1}'))).toBe('{"é":1}');
+    // A byte order mark stays: it is the caller's to skip (parseJson does).
+    expect(decodeUtf8(new Uint8Array([0xef, 0xbb, 0xbf, 0x31]))).toBe('\ufeff1');
+  });
+
+  it('decodeUtf8 reads only the bytes of the view it is given, ASCII or not', () => {
+    const whole = new TextEncoder().encode('xx{"a":"b"}yy{"é":1}zz');
+    expect(decodeUtf8(whole.subarray(2, 11))).toBe('{"a":"b"}');
+    expect(decodeUtf8(whole.subarray(13, 21))).toBe('{"é":1}');
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary' }), fc.nat(8), fc.nat(8), (text, before, after) => {
+        const encoded = new TextEncoder().encode(text);
+        const padded = new Uint8Array(before + encoded.length + after).fill(0x41);
+        padded.set(encoded, before);
+        expect(decodeUtf8(padded.subarray(before, before + encoded.length))).toBe(new TextDecoder('utf-8', { ignoreBOM: true }).decode(encoded));
+      }),
+      { numRuns: 300 },
+    );
   });
 });

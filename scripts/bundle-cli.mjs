@@ -17,10 +17,11 @@
 // Left outside the bundle, loaded from node_modules as before: Node's own
 // modules, native addons and packages that load files of their own by path
 // at run time (better-sqlite3's addon, pg and its optional native driver,
-// graphile-worker's plugins, pino's transport workers), and prom-client, yauzl
-// and yazl, which few commands need and which are loaded on first use
-// (src/service/metrics.ts, src/proof/evidence/zip-modules.ts): they load
-// Node's HTTP or zlib modules as they load.
+// graphile-worker's plugins, pino's transport workers), and prom-client, yauzl,
+// yazl and the MCP SDK, which few commands need and which are loaded on first
+// use (src/service/metrics.ts, src/proof/evidence/zip-modules.ts,
+// src/review/tools/socket.ts): the first three load Node's HTTP or zlib
+// modules as they load, and the SDK builds a few hundred zod schemas.
 //
 // The bundle carries code of other packages, so their licence texts go beside
 // it in dist/cli/THIRD-PARTY-LICENSES.txt.
@@ -36,7 +37,7 @@ const entry = join(root, 'dist', 'cli', 'main.js');
 const loaderFile = join(root, 'dist', 'cli', 'main.cjs');
 const bundleFile = join(root, 'dist', 'cli', 'proofgate.cjs');
 const licencesFile = join(root, 'dist', 'cli', 'THIRD-PARTY-LICENSES.txt');
-const KEEP_OUTSIDE = new Set(['better-sqlite3', 'pg', 'pg-native', 'graphile-worker', 'pino', 'prom-client', 'yauzl', 'yazl']);
+const KEEP_OUTSIDE = new Set(['better-sqlite3', 'pg', 'pg-native', 'graphile-worker', 'pino', 'prom-client', 'yauzl', 'yazl', '@modelcontextprotocol/sdk']);
 
 function packageName(specifier) {
   const parts = specifier.split('/');

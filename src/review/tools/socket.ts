@@ -4,19 +4,19 @@ import { chmod } from 'node:fs/promises';
 import { createServer, type Socket } from 'node:net';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
-import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import {
-  CallToolRequestSchema,
-  ErrorCode,
-  ListToolsRequestSchema,
-  McpError,
-  type CallToolResult,
-  type JSONRPCMessage,
-  type Tool,
-} from '@modelcontextprotocol/sdk/types.js';
-import { ProofgateError } from '../../core/index.js';
+import type { CallToolResult, JSONRPCMessage, Tool } from '@modelcontextprotocol/sdk/types.js';
+import { ProofgateError, lazyModule } from '../../core/index.js';
 import type { LaneToolbox, LaneToolProgress, LaneToolResult } from './port.js';
+
+/**
+ * The MCP SDK, loaded when a connection first asks for `mcp`: it builds a few
+ * hundred schemas as it loads, which every command would otherwise pay at its
+ * start, and few commands serve MCP (docs/cli.md; scripts/bundle-cli.mjs
+ * leaves it out of the CLI bundle).
+ */
+const loadMcpServer = lazyModule<typeof import('@modelcontextprotocol/sdk/server/index.js')>('@modelcontextprotocol/sdk/server/index.js');
+const loadMcpStdio = lazyModule<typeof import('@modelcontextprotocol/sdk/server/stdio.js')>('@modelcontextprotocol/sdk/server/stdio.js');
+const loadMcpTypes = lazyModule<typeof import('@modelcontextprotocol/sdk/types.js')>('@modelcontextprotocol/sdk/types.js');
 
 /**
  * One lane's tools on a Unix socket inside its jail. The socket lives in a
@@ -297,6 +297,9 @@ export async function serveLaneTools(toolbox: LaneToolbox, options: ServeLaneToo
   }
 
   function serveMcp(socket: Socket): void {
+    const { Server } = loadMcpServer();
+    const { StdioServerTransport } = loadMcpStdio();
+    const { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError } = loadMcpTypes();
     const server = new Server({ name: 'proofgate', version: '1.0.0' }, { capabilities: { tools: {} }, instructions: toolbox.instructions });
     let runningHere = 0;
     server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: listing }));

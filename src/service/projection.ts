@@ -29,7 +29,7 @@
  * branch names, comment text, reasons) is kept as data and only ever leaves
  * as a JSON string.
  */
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
 import { ProofgateError } from '../core/index.js';
 import { isChangeStage, type ChangeStage } from '../automerge/stage.js';
 import {
@@ -43,7 +43,7 @@ import {
   type QueueState,
 } from '../automerge/queue/queue.js';
 import { QUEUE_STREAM_PREFIX, queueBaseOf } from '../automerge/queue/store.js';
-import { openSqliteDatabase } from '../storage/sqlite/schema.js';
+import { loadBetterSqlite, openSqliteDatabase } from '../storage/sqlite/schema.js';
 import type { EventStore, StoredEvent } from '../storage/ports.js';
 import { projectChange, type ChangeRow, type HeadRecord, type ProjectedChange, type QueueSummary, type TimelineItem } from './dashboard/change-view.js';
 import { mergeQueueDepth, summarize, listQueryFrom, type ListQuery, type Summary } from './dashboard/summary.js';
@@ -494,7 +494,7 @@ export function openFeedProjection(feed: ProjectionFeed, options: FeedProjection
 
 /** A database in memory with the one table the projection shares with the store's file (`proofgate_meta`). */
 function openMemoryDatabase(): Database.Database {
-  const db = new Database(':memory:');
+  const db = new (loadBetterSqlite())(':memory:');
   db.exec('CREATE TABLE proofgate_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID');
   return db;
 }

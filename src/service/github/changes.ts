@@ -110,14 +110,19 @@ export function factsStream(repository: string, number: number | string): string
 /**
  * Record `facts` unless the change's last record says the same (a no-op then).
  * Another process recording at once makes the append a conflict: read again
- * and decide again.
+ * and decide again. `readAt`, when given, is the stream's revision from
+ * before the facts were read from the forge: a record appended since then (a
+ * delivery's, or another job's snapshot) may be newer than these facts, so
+ * they are not recorded over it (false), and the board never shows a head
+ * going back to one it had already left. The next snapshot records again.
  */
-export async function recordChangeFacts(events: EventStore, facts: ChangeFactsRecord): Promise<boolean> {
+export async function recordChangeFacts(events: EventStore, facts: ChangeFactsRecord, readAt?: number): Promise<boolean> {
   const stream = factsStream(facts.repository, facts.number);
   const data = facts as unknown as JsonValue;
   const same = canonicalJson(data);
   for (let attempt = 0; attempt < 5; attempt += 1) {
     const revision = await events.revision(stream);
+    if (readAt !== undefined && revision !== readAt) return false;
     if (revision > 0) {
       const [last] = await events.read(stream, { fromRevision: revision - 1, limit: 1 });
       if (last !== undefined && canonicalJson(last.data) === same) return false;
@@ -163,14 +168,31 @@ export async function recordDeliveredFacts(events: EventStore, event: GitHubForg
   return next === null ? false : recordChangeFacts(events, next);
 }
 
-/** `forge` with every snapshot it takes handed to `seen` (awaited; a failure of `seen` is its own to report). */
-export function recordingForge(forge: Forge, seen: (snapshot: ChangeSnapshot) => Promise<void>): Forge {
+/**
+ * `forge` whose every snapshot is also recorded as the change's facts in
+ * `facts` (`toFacts` makes the record; `onError` hears a record that failed,
+ * which never fails the snapshot). The facts stream's revision is read before
+ * the snapshot is taken, so that a record appended while it was in flight
+ * wins (`recordChangeFacts`'s `readAt`).
+ */
+export function recordingForge(
+  forge: Forge,
+  facts: EventStore,
+  repository: string,
+  toFacts: (snapshot: ChangeSnapshot) => ChangeFactsRecord,
+  onError: (snapshot: ChangeSnapshot, error: unknown) => void,
+): Forge {
   return new Proxy(forge, {
     get(target, property, receiver) {
       if (property === 'snapshot') {
         return async (changeId: string): Promise<ChangeSnapshot> => {
+          const readAt = /^[1-9][0-9]{0,9}$/.test(changeId) ? await facts.revision(factsStream(repository, changeId)).catch(() => undefined) : undefined;
           const snapshot = await target.snapshot(changeId);
-          await seen(snapshot);
+          try {
+            await recordChangeFacts(facts, toFacts(snapshot), readAt);
+          } catch (error) {
+            onError(snapshot, error);
+          }
           return snapshot;
         };
       }

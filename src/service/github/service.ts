@@ -63,7 +63,7 @@ import { createServiceServer, type ServiceServer } from '../http.js';
 import { dashboardFiles } from '../dashboard/serve.js';
 import { IDENTITIES_NAMESPACE, identityStore } from '../identities.js';
 import { openFeedProjection, type ChangeProjection } from '../projection.js';
-import { CHANGES_NAMESPACE, changeFactsOf, githubFeed, githubReadApi, recordChangeFacts, recordDeliveredFacts, recordingForge } from './changes.js';
+import { CHANGES_NAMESPACE, changeFactsOf, githubFeed, githubReadApi, recordDeliveredFacts, recordingForge } from './changes.js';
 import { createWebhookIntake, logText, type AcceptedDelivery } from '../intake.js';
 import { createPostgresJobQueue, createSqliteJobQueue, type JobEvent, type JobQueue, type JobRunner, type TakenJob } from '../jobs/index.js';
 import { createServiceMetrics } from '../metrics.js';
@@ -286,13 +286,10 @@ export async function startGitHubService(options: GitHubServiceOptions): Promise
         logger,
         workspace: { directory: join(scratch, 'workspaces'), ...(options.remoteUrl === undefined ? {} : { remoteUrl: options.remoteUrl(owner, name) }) },
       }),
-      async (snapshot) => {
-        try {
-          await recordChangeFacts(changesStorage.eventStore, changeFactsOf(repository, snapshot, { selfLogin: app.botLogin, secret }));
-        } catch (error) {
-          logger.warn({ repository, change: snapshot.id, err: errorMessage(error) }, 'change facts not recorded');
-        }
-      },
+      changesStorage.eventStore,
+      repository,
+      (snapshot) => changeFactsOf(repository, snapshot, { selfLogin: app.botLogin, secret }),
+      (snapshot, error) => logger.warn({ repository, change: snapshot.id, err: errorMessage(error) }, 'change facts not recorded'),
     );
     // Proof scenarios run here jailed (local) or as a workflow dispatched on a protected branch of the repository.
     const proofProducers = (review: ReviewToolContext): ProofProducers => ({

@@ -30,6 +30,7 @@ import type { ChangeSnapshot, ForgeCheck, Forge } from '../../forge/port.js';
 import type { GitHubForgeEvent } from '../../forge/github/webhook-events.js';
 import type { EventStore, StoredEvent } from '../../storage/ports.js';
 import type { Answer, ApiCaller, ServiceApi } from '../http.js';
+import { isChangeNumber } from './work.js';
 import type { IdentityStore } from '../identities.js';
 import {
   MAX_TEXT,
@@ -158,7 +159,7 @@ export function deliveredFacts(last: ChangeFactsRecord, event: GitHubForgeEvent)
 
 /** Record what a delivery says of a change (`deliveredFacts`), when the change has a record already; true when something was recorded. */
 export async function recordDeliveredFacts(events: EventStore, event: GitHubForgeEvent): Promise<boolean> {
-  if (!('changeId' in event) || !/^[1-9][0-9]{0,9}$/.test(event.changeId)) return false;
+  if (!('changeId' in event) || !isChangeNumber(event.changeId)) return false;
   const stream = factsStream(`${event.repository.owner}/${event.repository.repo}`, event.changeId);
   const revision = await events.revision(stream);
   if (revision === 0) return false;
@@ -186,7 +187,7 @@ export function recordingForge(
     get(target, property, receiver) {
       if (property === 'snapshot') {
         return async (changeId: string): Promise<ChangeSnapshot> => {
-          const readAt = /^[1-9][0-9]{0,9}$/.test(changeId) ? await facts.revision(factsStream(repository, changeId)).catch(() => undefined) : undefined;
+          const readAt = isChangeNumber(changeId) ? await facts.revision(factsStream(repository, changeId)).catch(() => undefined) : undefined;
           const snapshot = await target.snapshot(changeId);
           try {
             await recordChangeFacts(facts, toFacts(snapshot), readAt);
